@@ -1,0 +1,118 @@
+# agentbox — plain Makefile (read top to bottom in a minute).
+#   make            build/agentbox and build/agentbox-agent
+#   make check      install what is missing, build, run every test
+#   make demo       install what is missing, build, run the demonstration
+#   make install    copy the binaries to $(PREFIX)/bin
+
+CC      ?= gcc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+CFLAGS  ?= -O2 -g
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wformat-security -Wpointer-arith -Wimplicit-fallthrough -Wundef \
+	-Wvla -Wnull-dereference -Wno-missing-field-initializers -Wno-unused-parameter \
+	-Wno-format-truncation
+HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
+HOST_LDFLAGS := -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
+HOST_LIBS := -lseccomp -ljansson
+
+# Host library: every layer except the agent and the CLI's main().
+HOST_DIRS := base policy spec isolate proto net backend session daemon cli
+HOST_SRC  := $(filter-out src/cli/main.c,$(foreach d,$(HOST_DIRS),$(wildcard src/$(d)/*.c)))
+# The agent is static and links libc only: base (minus the JSON helpers) and proto.
+AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/proto/*.c) \
+	$(filter-out src/base/json%.c,$(wildcard src/base/*.c))
+
+HOST_OBJ  := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
+AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)
+UNIT_SRC  := $(wildcard tests/unit/test-*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
+GEN := $(BUILD)/gen/seccomp-default.h
+
+.PHONY: all check demo install clean unit unit-asan integration deps format format-check
+all: $(BUILD)/agentbox $(BUILD)/agentbox-agent
+
+$(BUILD)/libagentbox.a: $(HOST_OBJ)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(BUILD)/libagentbox.a
+	$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $^ $(HOST_LIBS)
+
+$(BUILD)/agentbox-agent: $(AGENT_OBJ)
+	$(CC) $(ALL_CFLAGS) -static-pie -Wl,-z,relro,-z,now,-z,noexecstack -o $@ $^
+
+$(BUILD)/obj/%.o: %.c | $(GEN)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/agent-obj/%.o: %.c | $(GEN)
+	@mkdir -p $(@D)
+	@echo "  CC      $< (agent)"
+	@$(CC) $(ALL_CFLAGS) -DAB_AGENT -c -o $@ $<
+
+# The default seccomp filter is compiled to BPF at build time with libseccomp
+# and embedded in the agent, which installs it without any library.
+$(BUILD)/tools/gen-seccomp: tools/gen-seccomp.c src/isolate/seccomp-profile.c src/isolate/seccomp-profile.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ tools/gen-seccomp.c src/isolate/seccomp-profile.c -lseccomp
+
+$(GEN): $(BUILD)/tools/gen-seccomp
+	@mkdir -p $(@D)
+	$< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libagentbox.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcmocka $(HOST_LIBS)
+
+$(BUILD)/tests/%: tests/helpers/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+deps:
+	scripts/install-deps
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# Unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+unit-asan:
+	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" unit
+
+integration: all $(HELPER_BIN)
+	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) bats --print-output-on-failure tests/integration
+
+check: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) unit-asan
+	$(MAKE) integration
+
+demo:
+	scripts/install-deps build
+	$(MAKE) all
+	scripts/demo $(BUILD)/agentbox
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/agentbox $(DESTDIR)$(PREFIX)/bin/agentbox
+	install -m 0755 $(BUILD)/agentbox-agent $(DESTDIR)$(PREFIX)/bin/agentbox-agent
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,34 @@
+/* agentbox-agent: PID 1 inside every sandbox.  Static, libc only. */
+#ifndef AB_AGENT_AGENT_H
+#define AB_AGENT_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "proto/exec-msg.h"
+
+/* The connection to the host is always this fd when the agent starts. */
+#define AB_AGENT_DOOR_FD 3
+
+
+struct ab_child_s {
+	pid_t pid;
+	int pty_master; /* -1 without a tty */
+	int exec_errno; /* errno of a failed execve, 0 if it ran */
+};
+
+/* Fork the command with every confinement layer applied in the child
+ * (ids, capabilities, no_new_privs, Landlock, seccomp, in that order). */
+int ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child,
+                    ab_error_t *err);
+
+/* Steps run in the forked child; on failure they return -1 with errno set. */
+int ab_confine_ids (uid_t uid, gid_t gid);
+int ab_confine_drop_capabilities (void);
+int ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out);
+int ab_confine_seccomp (void);
+int ab_landlock_abi (void);
+
+#endif

@@ -1,0 +1,217 @@
+/* Starting a command: fork, confine the child, execve.  Failures in the
+ * child travel back to the agent over a close-on-exec pipe (stage + errno),
+ * so "not found" (127), "not executable" (126) and setup failures are told
+ * apart without guessing from exit codes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "base/fd.h"
+#include "base/sys.h"
+
+enum spawn_stage {
+	STAGE_SETUP = 1,
+	STAGE_TTY,
+	STAGE_RLIMIT,
+	STAGE_CWD,
+	STAGE_IDS,
+	STAGE_CAPS,
+	STAGE_NNP,
+	STAGE_LANDLOCK,
+	STAGE_SECCOMP,
+	STAGE_EXEC,
+};
+
+static const char *const stage_names[] = {
+	[STAGE_SETUP] = "set up the process",  [STAGE_TTY] = "attach the terminal",
+	[STAGE_RLIMIT] = "set resource limits", [STAGE_CWD] = "enter the working directory",
+	[STAGE_IDS] = "switch user and group", [STAGE_CAPS] = "drop capabilities",
+	[STAGE_NNP] = "set no_new_privs",      [STAGE_LANDLOCK] = "apply Landlock",
+	[STAGE_SECCOMP] = "apply seccomp",     [STAGE_EXEC] = "execute",
+};
+
+struct spawn_failure_s {
+	int stage;
+	int errnum;
+};
+
+static void __attribute__ ((noreturn))
+child_fail (int report_fd, int stage)
+{
+	struct spawn_failure_s f = {.stage = stage, .errnum = errno};
+	ab_write_all (report_fd, &f, sizeof f);
+	_exit (stage == STAGE_EXEC ? (f.errnum == ENOENT ? 127 : 126) : 125);
+}
+
+static void
+reset_signals (void)
+{
+	sigset_t all;
+	for (int s = 1; s < NSIG; s++)
+		signal (s, SIG_DFL);
+	sigemptyset (&all);
+	sigprocmask (SIG_SETMASK, &all, NULL);
+}
+
+static int
+attach_tty (int master)
+{
+	char name[128];
+	int slave;
+
+	if (ptsname_r (master, name, sizeof name) != 0)
+		return -1;
+	slave = open (name, O_RDWR | O_NOCTTY);
+	if (slave < 0)
+		return -1;
+	if (ioctl (slave, TIOCSCTTY, 0) < 0)
+		return -1;
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2 (slave, fd) < 0)
+			return -1;
+	if (slave > 2)
+		close (slave);
+	close (master);
+	return 0;
+}
+
+static int
+set_rlimits (uint64_t nofile)
+{
+	struct rlimit core = {0, 0}, files;
+
+	if (setrlimit (RLIMIT_CORE, &core) < 0)
+		return -1;
+	if (nofile == 0 || getrlimit (RLIMIT_NOFILE, &files) < 0)
+		return 0;
+	/* No process here can raise a hard limit: clamp to it. */
+	if (files.rlim_max != RLIM_INFINITY && nofile > files.rlim_max)
+		nofile = files.rlim_max;
+	files.rlim_cur = files.rlim_max = nofile;
+	return setrlimit (RLIMIT_NOFILE, &files);
+}
+
+/* runc CVE-2024-21626: after the last chdir, the working directory must be
+ * reachable from our root, never a leaked outside directory. */
+static int
+enter_cwd (const char *cwd)
+{
+	char buf[4096];
+	if (chdir (cwd) < 0)
+		return -1;
+	if (!getcwd (buf, sizeof buf) || buf[0] != '/') {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
+static void __attribute__ ((noreturn))
+run_child (const struct ab_exec_msg_s *req, int master, int report_fd)
+{
+	extern char **environ;
+	int abi;
+
+	reset_signals ();
+	if (setsid () < 0)
+		child_fail (report_fd, STAGE_SETUP);
+	if (master >= 0 && attach_tty (master) < 0)
+		child_fail (report_fd, STAGE_TTY);
+	if (set_rlimits (req->nofile) < 0)
+		child_fail (report_fd, STAGE_RLIMIT);
+	if (enter_cwd (req->cwd) < 0)
+		child_fail (report_fd, STAGE_CWD);
+	if (ab_confine_ids (req->uid, req->gid) < 0)
+		child_fail (report_fd, STAGE_IDS);
+	if (ab_confine_drop_capabilities () < 0)
+		child_fail (report_fd, STAGE_CAPS);
+	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail (report_fd, STAGE_NNP);
+	if (ab_confine_landlock (req->rw_paths, req->n_rw_paths, &abi) < 0)
+		child_fail (report_fd, STAGE_LANDLOCK);
+	/* Nothing but 0, 1, 2 crosses execve; report_fd is already O_CLOEXEC. */
+	if (ab_sys_close_range (3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail (report_fd, STAGE_SETUP);
+	environ = req->env; /* execvpe searches the command's PATH, not ours */
+	if (ab_confine_seccomp () < 0)
+		child_fail (report_fd, STAGE_SECCOMP);
+	execvpe (req->argv[0], req->argv, req->env);
+	child_fail (report_fd, STAGE_EXEC);
+}
+
+static int
+open_pty (const struct ab_exec_msg_s *req, ab_error_t *err)
+{
+	struct winsize ws = {.ws_row = (unsigned short) req->rows, .ws_col = (unsigned short) req->cols};
+	int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (master < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "open /dev/ptmx");
+	if (unlockpt (master) < 0) {
+		close (master);
+		return ab_error (err, errno, AB_E_SYSTEM, "unlock pty");
+	}
+	if (ws.ws_row && ws.ws_col)
+		ioctl (master, TIOCSWINSZ, &ws);
+	return master;
+}
+
+static int
+read_failure (int fd, const struct ab_exec_msg_s *req, struct ab_child_s *child,
+              ab_error_t *err)
+{
+	struct spawn_failure_s f;
+	ssize_t n;
+
+	do
+		n = read (fd, &f, sizeof f);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return 0; /* execve succeeded and closed the pipe */
+	if (n != (ssize_t) sizeof f || f.stage < STAGE_SETUP || f.stage > STAGE_EXEC)
+		return ab_error (err, 0, AB_E_INTERNAL, "garbled report from the command's process");
+	if (f.stage == STAGE_EXEC) {
+		child->exec_errno = f.errnum;
+		return 0;
+	}
+	if (f.stage == STAGE_CWD)
+		return ab_error (err, f.errnum, AB_E_INVALID, "cannot enter working directory %s",
+		                 req->cwd);
+	return ab_error (err, f.errnum, AB_E_SYSTEM, "cannot %s", stage_names[f.stage]);
+}
+
+int
+ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child, ab_error_t *err)
+{
+	int report[2];
+	int r;
+
+	child->pty_master = -1;
+	child->exec_errno = 0;
+	if (req->tty && (child->pty_master = open_pty (req, err)) < 0)
+		return -1;
+	if (pipe2 (report, O_CLOEXEC) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
+	child->pid = fork ();
+	if (child->pid < 0) {
+		close (report[0]);
+		close (report[1]);
+		return ab_error (err, errno, AB_E_SYSTEM, "fork");
+	}
+	if (child->pid == 0) {
+		close (report[0]);
+		run_child (req, child->pty_master, report[1]);
+	}
+	close (report[1]);
+	r = read_failure (report[0], req, child, err);
+	close (report[0]);
+	return r;
+}

@@ -1,0 +1,91 @@
+/* The sandbox's first process, from clone() to execve of agentbox-agent.
+ *
+ * It runs single-threaded in fresh user, mount, pid, net, ipc, uts and
+ * cgroup namespaces; past this point failures end the process (after
+ * telling the monitor why).  Order: wait for the id maps and cgroups, join
+ * a new cgroup namespace, build and pivot into the root, set the hostname,
+ * then exec the sealed agent copy as PID 1 with only the door and stdio. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "backend/native-internal.h"
+#include "base/fd.h"
+#include "base/sys.h"
+#include "isolate/rootfs.h"
+
+static void __attribute__ ((noreturn))
+init_fail (int sync_fd, const ab_error_t *err)
+{
+	ab_write_all (sync_fd, err->msg, strlen (err->msg));
+	_exit (125);
+}
+
+/* Place the door at fd 3 and stdio at 0..2; everything else is marked
+ * close-on-exec so nothing of the host crosses into the sandbox. */
+static int
+arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
+{
+	int door = fcntl (in->door_fd, F_DUPFD_CLOEXEC, 10);
+	int exe = fcntl (in->agent_exe_fd, F_DUPFD_CLOEXEC, 10);
+	int stdio[3];
+
+	if (door < 0 || exe < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "dup");
+	for (int i = 0; i < 3; i++) {
+		/* No stdio given: the sandbox's own /dev/null (we are past pivot). */
+		stdio[i] = in->stdio[i] >= 0 ? fcntl (in->stdio[i], F_DUPFD_CLOEXEC, 10)
+		                             : open ("/dev/null", O_RDWR | O_CLOEXEC);
+		if (stdio[i] < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "dup stdio");
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2 (stdio[i], i) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "dup2 stdio");
+	if (dup2 (door, AB_AGENT_DOOR_FD) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "dup2 door");
+	in->agent_exe_fd = exe;
+	return ab_sys_close_range (AB_AGENT_DOOR_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+}
+
+void
+ab_native_init (struct ab_native_init_s *in)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_rootfs_s rf;
+	char go;
+	char *const argv[] = {(char *) "agentbox-agent", NULL};
+	char *const envp[] = {NULL};
+
+	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Out of the way of fds 0..3, which arrange_fds will overwrite. */
+	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
+	if (in->sync_fd < 0 || ab_read_exact (in->sync_fd, &go, 1) < 0)
+		_exit (125); /* the monitor is gone */
+	if (in->become_root && (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
+		ab_error (&err, errno, AB_E_SYSTEM, "switch to the sandbox's root id");
+	else if (setsid () < 0) /* never share the caller's terminal session */
+		ab_error (&err, errno, AB_E_SYSTEM, "setsid");
+	else if (unshare (CLONE_NEWCGROUP) < 0)
+		ab_error (&err, errno, AB_E_SYSTEM, "unshare cgroup namespace");
+	else if (ab_rootfs_capture (in->spec, in->workspace_fd, &rf, &err) < 0
+	         || ab_rootfs_enter (in->spec, &rf, &err) < 0)
+		ab_error_wrap (&err, "build the sandbox root");
+	else if (sethostname (in->spec->hostname, strlen (in->spec->hostname)) < 0)
+		ab_error (&err, errno, AB_E_SYSTEM, "sethostname");
+	else if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		ab_error (&err, errno, AB_E_SYSTEM, "no_new_privs");
+	else if (arrange_fds (in, &err) < 0)
+		ab_error_wrap (&err, "prepare file descriptors");
+	if (err.kind != AB_E_NONE)
+		init_fail (in->sync_fd, &err);
+	syscall (__NR_execveat, in->agent_exe_fd, "", argv, envp, AT_EMPTY_PATH);
+	ab_error (&err, errno, AB_E_SYSTEM, "execute agentbox-agent");
+	init_fail (in->sync_fd, &err);
+}

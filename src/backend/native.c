@@ -1,0 +1,358 @@
+/* The native backend.
+ *
+ *   caller ──fork──► monitor ──clone(new user, mount, pid, net, ipc, uts)──► init ─exec─► agent (PID 1)
+ *
+ * The monitor is a small host process that owns the sandbox's lifetime:
+ * it creates the cgroups, writes the id maps, makes the idmapped
+ * workspace, lets init go, and when the sandbox ends (or the caller dies,
+ * even by SIGKILL) kills what is left, removes the cgroups and reports.
+ * The caller keeps only the agent connection (the door) and the monitor
+ * socket.  The spawner is single-threaded (SECURITY.md 12). */
+#include "backend/native.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/native-internal.h"
+#include "base/cleanup.h"
+#include "base/fd.h"
+#include "base/sys.h"
+#include "isolate/cgroup.h"
+#include "isolate/mountfd.h"
+#include "isolate/userns.h"
+
+#define NAMESPACES                                                                          \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+#define BACKSTOP_SLACK_MS 5000
+
+struct monitor_s {
+	const struct ab_spec_s *spec;
+	const char *id;
+	int mon_fd;
+	pid_t init_pid;
+	int init_pidfd;
+	int sync_fd;
+	ab_cgroup_t *cgroup;
+	struct ab_native_report_s report;
+};
+
+static void
+make_id (char id[33])
+{
+	unsigned char raw[8];
+	if (getrandom (raw, sizeof raw, 0) != (ssize_t) sizeof raw)
+		memset (raw, 0, sizeof raw);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf (id + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Files the sandbox user writes into the workspace appear on the host as
+ * owned by the workspace's owner, and the owner's files appear owned by the
+ * sandbox user.  Where the filesystem has no idmapped-mount support the
+ * plain bind is used (files then belong to the mapped host id). */
+static int
+idmapped_workspace (const struct ab_spec_s *spec, const struct ab_idmap_s *map, ab_error_t *err)
+{
+	struct ab_mount_attr_s attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	cleanup_close int userns = -1, mnt = -1;
+	struct stat st;
+
+	if (!spec->workspace || !map->privileged)
+		return -1;
+	if (stat (spec->workspace, &st) < 0)
+		return ab_error (err, errno, AB_E_INVALID, "workspace %s", spec->workspace);
+	userns = ab_userns_idmap_fd (st.st_uid, st.st_gid, ab_idmap_host_uid (map, spec->uid),
+	                             ab_idmap_host_gid (map, spec->gid), err);
+	if (userns < 0)
+		return -1;
+	mnt = ab_sys_open_tree (AT_FDCWD, spec->workspace, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (mnt < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "bind workspace %s", spec->workspace);
+	attr.userns_fd = (uint64_t) userns;
+	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &attr) < 0)
+		return -1; /* not supported here: fall back to a plain bind */
+	return steal_fd (&mnt);
+}
+
+static void __attribute__ ((noreturn))
+monitor_fail (struct monitor_s *m, const ab_error_t *err)
+{
+	snprintf (m->report.error, sizeof m->report.error, "%s", err->msg);
+	if (m->init_pid > 0) {
+		kill (m->init_pid, SIGKILL);
+		waitpid (m->init_pid, NULL, 0);
+	}
+	ab_cgroup_destroy (m->cgroup, &(ab_error_t) AB_ERROR_INIT);
+	send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
+	_exit (1);
+}
+
+static int
+create_cgroup (struct monitor_s *m, ab_error_t *err)
+{
+	if (ab_cgroup_create (m->id, &m->spec->limits, &m->cgroup, err) == 0)
+		return 0;
+	if (m->spec->limits.explicit_cgroup || geteuid () == 0)
+		return ab_error_wrap (err, "cgroup limits");
+	/* Unprivileged without a delegated cgroup: the default limits cannot be
+	 * applied; say so once rather than refusing to run at all. */
+	fprintf (stderr, "agentbox: warning: %s; default memory and pids limits not applied\n",
+	         err->msg);
+	ab_error_clear (err);
+	m->cgroup = NULL;
+	return 0;
+}
+
+static void
+start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
+{
+	struct ab_idmap_s map;
+	int sync[2];
+	char go = 'g';
+
+	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
+	in->become_root = map.privileged;
+	in->workspace_fd = idmapped_workspace (m->spec, &map, err);
+	if (in->workspace_fd < 0 && err->kind != AB_E_NONE)
+		monitor_fail (m, err);
+	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+		monitor_fail (m, &(ab_error_t) {AB_E_SYSTEM, errno, "socketpair"});
+	m->init_pid = ab_sys_clone_fork (NAMESPACES);
+	if (m->init_pid < 0) {
+		ab_error (err, errno, AB_E_SYSTEM, "clone sandbox namespaces");
+		monitor_fail (m, err);
+	}
+	if (m->init_pid == 0) {
+		close (sync[0]);
+		in->sync_fd = sync[1];
+		ab_native_init (in);
+	}
+	close (sync[1]);
+	m->sync_fd = sync[0];
+	if (ab_userns_write_maps (m->init_pid, &map, err) < 0
+	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
+		monitor_fail (m, err);
+	if (ab_write_all (m->sync_fd, &go, 1) < 0) {
+		ab_error (err, errno, AB_E_SYSTEM, "start sandbox");
+		monitor_fail (m, err);
+	}
+	m->init_pidfd = ab_sys_pidfd_open (m->init_pid, 0);
+}
+
+/* Drop every host fd the sandbox does not need us to hold: a relay pipe
+ * kept open here would hide EOF from the caller. */
+static void
+release_inherited (struct ab_native_init_s *in)
+{
+	int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; i < 3; i++)
+		if (in->stdio[i] > 2)
+			close (in->stdio[i]);
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		dup3 (null, fd, 0);
+	if (null >= 0)
+		close (null);
+	close (in->door_fd);
+	close (in->agent_exe_fd);
+	if (in->workspace_fd >= 0)
+		close (in->workspace_fd);
+}
+
+static void
+collect (struct monitor_s *m, int status, const struct rusage *ru)
+{
+	struct ab_cgroup_stats_s st = {0};
+	ab_error_t err = AB_ERROR_INIT;
+	ssize_t n;
+
+	n = recv (m->sync_fd, m->report.error, sizeof m->report.error - 1, MSG_DONTWAIT);
+	m->report.error[n > 0 ? n : 0] = '\0';
+	m->report.cpu_ns = (uint64_t) (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL
+	                   + (uint64_t) (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
+	m->report.peak_memory = (uint64_t) ru->ru_maxrss * 1024;
+	if (m->cgroup && ab_cgroup_stats (m->cgroup, &st, &err) == 0) {
+		m->report.oom_killed = st.oom_killed;
+		if (st.peak_memory)
+			m->report.peak_memory = st.peak_memory;
+		if (st.cpu_ns)
+			m->report.cpu_ns = st.cpu_ns;
+	}
+	(void) status;
+	m->report.ok = m->report.error[0] == '\0';
+}
+
+static void
+kill_sandbox (struct monitor_s *m)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	kill (m->init_pid, SIGKILL); /* PID 1 gone: the kernel kills its namespace */
+	if (m->cgroup)
+		ab_cgroup_kill (m->cgroup, &err);
+}
+
+static int
+backstop_ms (const struct ab_spec_s *spec)
+{
+	uint64_t t = spec->limits.timeout_ms;
+	if (!t)
+		return -1;
+	t += spec->limits.kill_grace_ms + BACKSTOP_SLACK_MS;
+	return t > INT32_MAX ? INT32_MAX : (int) t;
+}
+
+static void __attribute__ ((noreturn))
+supervise (struct monitor_s *m)
+{
+	struct pollfd p[2] = {{.fd = m->init_pidfd, .events = POLLIN}, {.fd = m->mon_fd, .events = POLLIN}};
+	ab_error_t err = AB_ERROR_INIT;
+	struct rusage ru = {0};
+	int status = 0, timeout = backstop_ms (m->spec);
+
+	for (;;) {
+		int n = poll (p, 2, timeout);
+		char c;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			kill_sandbox (m); /* the agent did not end it in time */
+			timeout = -1;
+			continue;
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents && recv (m->mon_fd, &c, 1, MSG_DONTWAIT) <= 0) {
+			kill_sandbox (m); /* the caller is gone */
+			p[1].fd = -1;
+		} else if (p[1].revents) {
+			kill_sandbox (m); /* the caller asked */
+		}
+	}
+	while (wait4 (m->init_pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	collect (m, status, &ru);
+	if (m->cgroup && ab_cgroup_destroy (m->cgroup, &err) < 0 && m->report.error[0] == '\0')
+		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
+	send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
+	_exit (0);
+}
+
+static void __attribute__ ((noreturn))
+run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab_native_init_s *in)
+{
+	struct monitor_s m = {.spec = spec, .id = id, .mon_fd = mon_fd, .init_pid = -1, .init_pidfd = -1};
+	ab_error_t err = AB_ERROR_INIT;
+
+	setsid (); /* terminal signals meant for the caller must not reach us */
+	if (create_cgroup (&m, &err) < 0)
+		monitor_fail (&m, &err);
+	start_init (&m, in, &err);
+	release_inherited (in);
+	if (m.init_pidfd < 0) {
+		ab_error (&err, errno, AB_E_SYSTEM, "pidfd_open");
+		monitor_fail (&m, &err);
+	}
+	supervise (&m);
+}
+
+static int
+native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
+               ab_error_t *err)
+{
+	struct ab_native_init_s in = {.spec = spec, .workspace_fd = -1};
+	int door[2], mon[2];
+	pid_t pid;
+
+	memset (sb, 0, sizeof *sb);
+	sb->backend = &ab_backend_native;
+	make_id (sb->id);
+	for (int i = 0; i < 3; i++)
+		in.stdio[i] = stdio ? stdio[i] : -1;
+	if ((in.agent_exe_fd = ab_native_agent_memfd (err)) < 0)
+		return -1;
+	if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, door) < 0
+	    || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, mon) < 0) {
+		close (in.agent_exe_fd);
+		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
+	}
+	in.door_fd = door[1];
+	pid = fork ();
+	if (pid < 0) {
+		close (in.agent_exe_fd);
+		return ab_error (err, errno, AB_E_SYSTEM, "fork monitor");
+	}
+	if (pid == 0) {
+		close (door[0]);
+		close (mon[0]);
+		run_monitor (spec, sb->id, mon[1], &in);
+	}
+	close (door[1]);
+	close (mon[1]);
+	close (in.agent_exe_fd);
+	sb->agent_fd = door[0];
+	sb->monitor_pid = pid;
+	sb->priv = (void *) (intptr_t) mon[0];
+	return 0;
+}
+
+static int
+native_kill (struct ab_sandbox_s *sb, ab_error_t *err)
+{
+	char k = 'k';
+	if (send ((int) (intptr_t) sb->priv, &k, 1, MSG_NOSIGNAL) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "ask monitor to kill sandbox");
+	return 0;
+}
+
+static int
+native_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
+{
+	struct ab_native_report_s r = {0};
+	int mon = (int) (intptr_t) sb->priv;
+	ssize_t n;
+
+	if (sb->agent_fd >= 0)
+		close (sb->agent_fd);
+	sb->agent_fd = -1;
+	do
+		n = recv (mon, &r, sizeof r, 0);
+	while (n < 0 && errno == EINTR);
+	close (mon);
+	while (waitpid (sb->monitor_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t) sizeof r)
+		return ab_error (err, 0, AB_E_INTERNAL, "sandbox monitor ended without a report");
+	memset (ex, 0, sizeof *ex);
+	ex->oom_killed = r.oom_killed;
+	ex->peak_memory = r.peak_memory;
+	ex->cpu_ms = r.cpu_ns / 1000000;
+	if (r.error[0])
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", r.error);
+	return 0;
+}
+
+static void
+native_probe (struct ab_probe_result_s *result)
+{
+	/* Functional: a real sandbox running `true` (see backend/probe.c). */
+	ab_backend_functional_probe (&ab_backend_native, result);
+}
+
+const struct ab_backend_ops_s ab_backend_native = {
+	.name = "native",
+	.strength = 20,
+	.probe = native_probe,
+	.create = native_create,
+	.kill = native_kill,
+	.destroy = native_destroy,
+};

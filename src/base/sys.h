@@ -1,0 +1,32 @@
+/* Thin wrappers over system calls that glibc 2.36 lacks or whose headers
+ * clash (<sys/mount.h> vs <linux/mount.h>).  No policy here. */
+#ifndef AB_BASE_SYS_H
+#define AB_BASE_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/compat.h"
+
+int ab_sys_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t resolve);
+int ab_sys_open_tree (int dirfd, const char *path, unsigned int flags);
+int ab_sys_move_mount (int from_dirfd, const char *from_path, int to_dirfd, const char *to_path,
+                       unsigned int flags);
+int ab_sys_mount_setattr (int dirfd, const char *path, unsigned int flags,
+                          struct ab_mount_attr_s *attr);
+int ab_sys_fsopen (const char *fsname, unsigned int flags);
+int ab_sys_fsconfig (int fd, unsigned int cmd, const char *key, const void *value, int aux);
+int ab_sys_fsmount (int fd, unsigned int flags, unsigned int attr_flags);
+int ab_sys_pivot_root (const char *new_root, const char *put_old);
+int ab_sys_close_range (unsigned int first, unsigned int last, unsigned int flags);
+int ab_sys_pidfd_open (pid_t pid, unsigned int flags);
+int ab_sys_landlock_create_ruleset (const struct ab_landlock_ruleset_attr_s *attr, size_t size,
+                                    uint32_t flags);
+int ab_sys_landlock_add_rule (int ruleset_fd, int rule_type, const void *rule_attr,
+                              uint32_t flags);
+int ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags);
+/* clone(2) without a new stack: returns twice like fork(2). */
+pid_t ab_sys_clone_fork (unsigned long flags);
+
+#endif

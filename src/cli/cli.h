@@ -1,0 +1,23 @@
+/* The agentbox command's subcommands. */
+#ifndef AB_CLI_CLI_H
+#define AB_CLI_CLI_H
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+/* Exit statuses of `agentbox run` (as podman and docker). */
+#define AB_EXIT_TIMEOUT 124
+#define AB_EXIT_FAILED 125
+#define AB_EXIT_CANNOT_EXEC 126
+#define AB_EXIT_NOT_FOUND 127
+
+int ab_cmd_run (int argc, char **argv);
+int ab_cmd_doctor (int argc, char **argv);
+
+/* Parse `run` options into spec (argv[optind..] is the command). */
+int ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err);
+
+/* Print "agentbox: <message>" on stderr. */
+void ab_cli_report (const ab_error_t *err);
+
+#endif

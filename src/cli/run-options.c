@@ -1,0 +1,330 @@
+/* `agentbox run` options -> spec.  Every malformed value is an error with
+ * one clear line; nothing is started before all options are valid. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "base/xalloc.h"
+#include "cli/cli.h"
+
+enum {
+	OPT_WORKSPACE = 256, OPT_NO_WORKSPACE, OPT_ROOTFS, OPT_RO, OPT_RW, OPT_TMPFS, OPT_ENV_FILE,
+	OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILL_GRACE, OPT_NOFILE, OPT_NETWORK,
+	OPT_HOSTNAME, OPT_BACKEND, OPT_JSON_RESULT, OPT_NO_TTY,
+};
+
+static const struct option run_options[] = {
+	{"workspace", required_argument, NULL, OPT_WORKSPACE},
+	{"no-workspace", no_argument, NULL, OPT_NO_WORKSPACE},
+	{"rootfs", required_argument, NULL, OPT_ROOTFS},
+	{"ro", required_argument, NULL, OPT_RO},
+	{"rw", required_argument, NULL, OPT_RW},
+	{"tmpfs", required_argument, NULL, OPT_TMPFS},
+	{"env", required_argument, NULL, 'e'},
+	{"env-file", required_argument, NULL, OPT_ENV_FILE},
+	{"workdir", required_argument, NULL, 'w'},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
+	{"nofile", required_argument, NULL, OPT_NOFILE},
+	{"network", required_argument, NULL, OPT_NETWORK},
+	{"user", required_argument, NULL, 'u'},
+	{"hostname", required_argument, NULL, OPT_HOSTNAME},
+	{"backend", required_argument, NULL, OPT_BACKEND},
+	{"json-result", required_argument, NULL, OPT_JSON_RESULT},
+	{"tty", no_argument, NULL, 't'},
+	{"no-tty", no_argument, NULL, OPT_NO_TTY},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static const char run_usage[] =
+	"usage: agentbox run [OPTIONS] -- CMD [ARGS...]\n"
+	"  --workspace DIR | --no-workspace   DIR read-write at /workspace (default: current dir)\n"
+	"  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
+	"  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
+	"  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
+	"  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024)\n"
+	"  --timeout DURATION  --kill-grace DURATION (5s)\n"
+	"  --network none  --hostname NAME  --backend auto|native\n"
+	"  --json-result FILE  -t, --tty | --no-tty\n";
+
+struct env_builder_s {
+	char **v;
+	size_t n;
+};
+
+static void
+env_set (struct env_builder_s *e, const char *kv)
+{
+	size_t klen = strcspn (kv, "=");
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp (e->v[i], kv, klen) == 0 && e->v[i][klen] == '=') {
+			free (e->v[i]);
+			e->v[i] = xstrdup (kv);
+			return;
+		}
+	e->v = xrealloc (e->v, (e->n + 2) * sizeof *e->v);
+	e->v[e->n++] = xstrdup (kv);
+	e->v[e->n] = NULL;
+}
+
+static int
+valid_env_name (const char *s, size_t len)
+{
+	if (len == 0 || isdigit ((unsigned char) s[0]))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!(isalnum ((unsigned char) s[i]) || s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+/* "K=V" sets; "K" copies the host's value (skipped when the host has none). */
+static int
+env_add (struct env_builder_s *e, const char *arg, ab_error_t *err)
+{
+	const char *eq = strchr (arg, '=');
+	size_t klen = eq ? (size_t) (eq - arg) : strlen (arg);
+	const char *host;
+
+	if (!valid_env_name (arg, klen))
+		return ab_error (err, 0, AB_E_INVALID, "invalid environment variable name in '%s'", arg);
+	if (eq) {
+		env_set (e, arg);
+		return 0;
+	}
+	host = getenv (arg);
+	if (host) {
+		cleanup_free char *kv = xasprintf ("%s=%s", arg, host);
+		env_set (e, kv);
+	}
+	return 0;
+}
+
+static int
+env_file (struct env_builder_s *e, const char *path, ab_error_t *err)
+{
+	cleanup_file FILE *f = fopen (path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	if (!f)
+		return ab_error (err, errno, AB_E_INVALID, "--env-file %s", path);
+	while (r == 0 && (n = getline (&line, &cap, f)) >= 0) {
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n == 0 || line[0] == '#')
+			continue;
+		r = env_add (e, line, err);
+	}
+	free (line);
+	return r < 0 ? ab_error_wrap (err, "--env-file %s", path) : 0;
+}
+
+static int
+parse_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *arg, ab_error_t *err)
+{
+	cleanup_free char *src = xstrdup (arg);
+	char *colon = strchr (src, ':');
+	char real[PATH_MAX];
+	const char *dst;
+
+	if (colon)
+		*colon = '\0';
+	dst = colon ? colon + 1 : src;
+	if (src[0] == '\0' || dst[0] == '\0')
+		return ab_error (err, 0, AB_E_INVALID, "invalid mount '%s' (expected SRC[:DST])", arg);
+	if (!realpath (src, real))
+		return ab_error (err, errno, AB_E_INVALID, "mount source %s", src);
+	ab_spec_add_mount (spec, kind, real, colon ? dst : real, 0);
+	return 0;
+}
+
+static int
+parse_tmpfs (struct ab_spec_s *spec, const char *arg, ab_error_t *err)
+{
+	cleanup_free char *dst = xstrdup (arg);
+	char *colon = strrchr (dst, ':');
+	uint64_t size = 0;
+
+	if (colon) {
+		*colon = '\0';
+		if (ab_parse_size (colon + 1, &size, err) < 0)
+			return ab_error_wrap (err, "--tmpfs %s", arg);
+	}
+	ab_spec_add_mount (spec, AB_MOUNT_TMPFS, NULL, dst, size);
+	return 0;
+}
+
+static int
+parse_user (struct ab_spec_s *spec, const char *arg, ab_error_t *err)
+{
+	cleanup_free char *copy = xstrdup (arg);
+	char *colon = strchr (copy, ':');
+	uint64_t uid, gid;
+
+	if (colon)
+		*colon = '\0';
+	if (ab_parse_uint (copy, 0, 65535, &uid, err) < 0)
+		return ab_error_wrap (err, "--user %s (numeric UID[:GID], 0-65535)", arg);
+	gid = uid;
+	if (colon && ab_parse_uint (colon + 1, 0, 65535, &gid, err) < 0)
+		return ab_error_wrap (err, "--user %s (numeric UID[:GID], 0-65535)", arg);
+	spec->uid = (uid_t) uid;
+	spec->gid = (gid_t) gid;
+	return 0;
+}
+
+static int
+set_string (char **slot, const char *value)
+{
+	free (*slot);
+	*slot = value ? xstrdup (value) : NULL;
+	return 0;
+}
+
+static int
+parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
+{
+	struct ab_limits_s *l = &spec->limits;
+	switch (opt) {
+	case OPT_MEMORY:
+		l->explicit_cgroup = true;
+		return ab_parse_size (arg, &l->memory_bytes, err) < 0 ? ab_error_wrap (err, "--memory") : 0;
+	case OPT_PIDS:
+		l->explicit_cgroup = true;
+		return ab_parse_uint (arg, 1, 4194304, &l->pids, err) < 0 ? ab_error_wrap (err, "--pids") : 0;
+	case OPT_CPUS:
+		l->explicit_cgroup = true;
+		return ab_parse_cpus (arg, &l->cpu_millis, err) < 0 ? ab_error_wrap (err, "--cpus") : 0;
+	case OPT_TIMEOUT:
+		return ab_parse_duration (arg, &l->timeout_ms, err) < 0 ? ab_error_wrap (err, "--timeout") : 0;
+	case OPT_KILL_GRACE:
+		return ab_parse_duration (arg, &l->kill_grace_ms, err) < 0 ? ab_error_wrap (err, "--kill-grace")
+		                                                          : 0;
+	default: /* OPT_NOFILE */
+		return ab_parse_uint (arg, 16, 1048576, &l->nofile, err) < 0 ? ab_error_wrap (err, "--nofile")
+		                                                            : 0;
+	}
+}
+
+static int
+apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const char *arg,
+              ab_error_t *err)
+{
+	switch (opt) {
+	case OPT_WORKSPACE: return set_string (&spec->workspace, arg);
+	case OPT_NO_WORKSPACE: return set_string (&spec->workspace, NULL);
+	case OPT_ROOTFS: return set_string (&spec->rootfs, strcmp (arg, "host") == 0 ? NULL : arg);
+	case OPT_RO: return parse_mount (spec, AB_MOUNT_RO_BIND, arg, err);
+	case OPT_RW: return parse_mount (spec, AB_MOUNT_RW_BIND, arg, err);
+	case OPT_TMPFS: return parse_tmpfs (spec, arg, err);
+	case 'e': return env_add (env, arg, err);
+	case OPT_ENV_FILE: return env_file (env, arg, err);
+	case 'w': return set_string (&spec->workdir, arg);
+	case 'u': return parse_user (spec, arg, err);
+	case OPT_HOSTNAME: return set_string (&spec->hostname, arg);
+	case OPT_BACKEND: return set_string (&spec->backend, arg);
+	case OPT_JSON_RESULT: return set_string (&spec->json_result, arg);
+	case 't': spec->tty = AB_TTY_ON; return 0;
+	case OPT_NO_TTY: spec->tty = AB_TTY_OFF; return 0;
+	case OPT_NETWORK:
+		if (strcmp (arg, "none") != 0)
+			return ab_error (err, 0, AB_E_INVALID, "--network %s: only 'none' is supported", arg);
+		spec->network = AB_NETWORK_NONE;
+		return 0;
+	default: return parse_limit (spec, opt, arg, err);
+	}
+}
+
+static void
+default_env (struct env_builder_s *env)
+{
+	const char *term = getenv ("TERM");
+	cleanup_free char *t = xasprintf ("TERM=%s", term && *term ? term : "xterm");
+
+	env_set (env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	env_set (env, "HOME=/tmp");
+	env_set (env, t);
+	env_set (env, "LANG=C.UTF-8");
+}
+
+/* Host-side checks that give a clear error before anything starts. */
+static int
+check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
+{
+	struct stat st;
+	char real[PATH_MAX];
+
+	if (spec->workspace) {
+		if (!realpath (spec->workspace, real) || stat (real, &st) < 0)
+			return ab_error (err, errno, AB_E_INVALID, "workspace %s", spec->workspace);
+		if (!S_ISDIR (st.st_mode))
+			return ab_error (err, 0, AB_E_INVALID, "workspace %s is not a directory", spec->workspace);
+		set_string (&spec->workspace, real);
+	}
+	if (spec->rootfs) {
+		if (!realpath (spec->rootfs, real) || stat (real, &st) < 0)
+			return ab_error (err, errno, AB_E_INVALID, "rootfs %s", spec->rootfs);
+		if (!S_ISDIR (st.st_mode))
+			return ab_error (err, 0, AB_E_INVALID, "rootfs %s is not a directory", spec->rootfs);
+		set_string (&spec->rootfs, real);
+	}
+	if (spec->json_result) {
+		cleanup_free char *dir = xstrdup (spec->json_result);
+		char *slash = strrchr (dir, '/');
+		const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+		if (access (d, W_OK) < 0)
+			return ab_error (err, errno, AB_E_INVALID, "--json-result %s", spec->json_result);
+	}
+	return 0;
+}
+
+int
+ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err)
+{
+	struct env_builder_s env = {0};
+	char cwd[PATH_MAX];
+	int opt;
+
+	default_env (&env);
+	if (getcwd (cwd, sizeof cwd))
+		set_string (&spec->workspace, cwd);
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long (argc, argv, "+e:w:u:th", run_options, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs (run_usage, stdout);
+			exit (0);
+		}
+		if (opt == '?' || opt == ':') {
+			const char *bad = argv[optind - 1];
+			return ab_error (err, 0, AB_E_INVALID, "run: %s option '%s' (see agentbox run --help)",
+			                 opt == ':' || (optopt && strchr ("ewu", optopt)) ? "missing value for"
+			                                                                   : "unknown",
+			                 bad);
+		}
+		if (apply_option (spec, &env, opt, optarg, err) < 0)
+			return -1;
+	}
+	spec->env = env.v;
+	spec->argv = xcalloc ((size_t) (argc - optind) + 1, sizeof (char *));
+	for (int i = optind; i < argc; i++)
+		spec->argv[i - optind] = xstrdup (argv[i]);
+	if (ab_spec_validate (spec, err) < 0)
+		return -1;
+	return check_host_paths (spec, err);
+}

@@ -1,0 +1,206 @@
+/* `agentbox run [OPTIONS] -- CMD [ARGS...]`: one command in a fresh
+ * sandbox, torn down when it ends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+#include "cli/cli.h"
+#include "isolate/rootfs.h"
+#include "session/run-session.h"
+
+struct stdio_plan_s {
+	int sandbox[3]; /* what the command gets as 0, 1, 2 (-1 = /dev/null) */
+	int close_after_create[3];
+	struct ab_run_io_s io;
+};
+
+static uint64_t
+now_ms (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Pipes, sockets and /dev/null are passed straight in; a terminal or a
+ * host file never is (it could be reopened through /proc/self/fd or used
+ * for TIOCSTI): those are relayed through a pipe. */
+static bool
+safe_to_pass (int fd)
+{
+	struct stat st;
+	if (fstat (fd, &st) < 0)
+		return false;
+	return S_ISFIFO (st.st_mode) || S_ISSOCK (st.st_mode)
+	       || (S_ISCHR (st.st_mode) && st.st_rdev == makedev (1, 3));
+}
+
+static int
+plan_stdio (bool tty, struct stdio_plan_s *p, ab_error_t *err)
+{
+	memset (p, 0, sizeof *p);
+	p->io.relay_in = p->io.relay_out = p->io.relay_err = -1;
+	for (int i = 0; i < 3; i++)
+		p->sandbox[i] = p->close_after_create[i] = -1;
+	if (tty) {
+		p->io.raw_terminal = isatty (STDIN_FILENO);
+		return 0; /* the agent's pty is the command's stdio */
+	}
+	for (int i = 0; i < 3; i++) {
+		int fds[2];
+		if (fcntl (i, F_GETFD) < 0)
+			continue; /* closed: /dev/null inside */
+		if (safe_to_pass (i)) {
+			p->sandbox[i] = i;
+			continue;
+		}
+		if (pipe2 (fds, O_CLOEXEC) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "pipe");
+		p->sandbox[i] = p->close_after_create[i] = i == 0 ? fds[0] : fds[1];
+		if (i == 0)
+			p->io.relay_in = fds[1];
+		else
+			*(i == 1 ? &p->io.relay_out : &p->io.relay_err) = fds[0];
+	}
+	return 0;
+}
+
+static void
+build_exec (const struct ab_spec_s *spec, bool tty, struct ab_exec_msg_s *m)
+{
+	struct winsize ws = {0};
+
+	memset (m, 0, sizeof *m);
+	m->argv = spec->argv;
+	m->env = spec->env;
+	m->cwd = spec->workdir;
+	m->uid = spec->uid;
+	m->gid = spec->gid;
+	m->tty = tty;
+	if (tty && ioctl (STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+		m->rows = ws.ws_row;
+		m->cols = ws.ws_col;
+	}
+	m->timeout_ms = spec->limits.timeout_ms;
+	m->grace_ms = spec->limits.kill_grace_ms;
+	m->nofile = spec->limits.nofile;
+	m->rw_paths = ab_rootfs_rw_paths (spec, &m->n_rw_paths);
+}
+
+static int
+exit_code (const struct ab_run_outcome_s *o, int *signal_out)
+{
+	*signal_out = 0;
+	if (o->exec_errno)
+		return o->exec_errno == ENOENT ? AB_EXIT_NOT_FOUND : AB_EXIT_CANNOT_EXEC;
+	if (o->timed_out)
+		return AB_EXIT_TIMEOUT;
+	if (WIFSIGNALED (o->wait_status)) {
+		*signal_out = WTERMSIG (o->wait_status);
+		return 128 + *signal_out;
+	}
+	return WEXITSTATUS (o->wait_status);
+}
+
+static int
+write_json_result (const char *path, int code, int sig, const struct ab_run_outcome_s *o,
+                   const struct ab_sandbox_exit_s *ex, uint64_t wall_ms, ab_error_t *err)
+{
+	json_t *j = json_pack ("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:i}", "exit_code", code, "signal",
+	                       sig, "timed_out", o->timed_out, "oom_killed", ex->oom_killed, "wall_ms",
+	                       (json_int_t) wall_ms, "cpu_ms", (json_int_t) ex->cpu_ms,
+	                       "peak_memory_bytes", (json_int_t) ex->peak_memory, "landlock_abi",
+	                       o->landlock_abi);
+	cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int) getpid ());
+	int r = json_dump_file (j, tmp, JSON_INDENT (2));
+
+	json_decref (j);
+	if (r < 0 || rename (tmp, path) < 0) {
+		unlink (tmp);
+		return ab_error (err, errno, AB_E_SYSTEM, "write --json-result %s", path);
+	}
+	return 0;
+}
+
+static bool
+want_tty (const struct ab_spec_s *spec)
+{
+	if (spec->tty == AB_TTY_AUTO)
+		return isatty (STDIN_FILENO);
+	return spec->tty == AB_TTY_ON;
+}
+
+static int
+run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
+{
+	const struct ab_backend_ops_s *backend = ab_backend_select (spec->backend, err);
+	struct ab_sandbox_exit_s ex = {0};
+	struct ab_run_outcome_s out = {0};
+	struct stdio_plan_s plan;
+	struct ab_exec_msg_s exec;
+	struct ab_sandbox_s sb;
+	bool tty = want_tty (spec);
+	uint64_t t0 = now_ms ();
+	int code, sig, r;
+	ab_error_t derr = AB_ERROR_INIT;
+
+	if (!backend || plan_stdio (tty, &plan, err) < 0)
+		return -1;
+	if (backend->create (spec, plan.sandbox, &sb, err) < 0)
+		return -1;
+	for (int i = 0; i < 3; i++)
+		if (plan.close_after_create[i] >= 0)
+			close (plan.close_after_create[i]);
+	build_exec (spec, tty, &exec);
+	r = ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
+	for (size_t i = 0; i < exec.n_rw_paths; i++)
+		free (exec.rw_paths[i]);
+	free (exec.rw_paths);
+	if (backend->destroy (&sb, &ex, &derr) < 0 && r == 0) {
+		*err = derr;
+		r = -1;
+	} else if (r < 0 && derr.kind != AB_E_NONE) {
+		*err = derr; /* the monitor knows why the sandbox never started */
+	}
+	if (r < 0)
+		return -1;
+	code = exit_code (&out, &sig);
+	if (spec->json_result
+	    && write_json_result (spec->json_result, code, sig, &out, &ex, now_ms () - t0, err) < 0)
+		return -1;
+	return code;
+}
+
+int
+ab_cmd_run (int argc, char **argv)
+{
+	struct ab_spec_s spec;
+	ab_error_t err = AB_ERROR_INIT;
+	int code;
+
+	ab_spec_init (&spec);
+	if (ab_run_parse_options (argc, argv, &spec, &err) < 0) {
+		ab_cli_report (&err);
+		ab_spec_free (&spec);
+		return AB_EXIT_FAILED;
+	}
+	code = run_in_sandbox (&spec, &err);
+	if (code < 0) {
+		ab_cli_report (&err);
+		code = AB_EXIT_FAILED;
+	}
+	ab_spec_free (&spec);
+	return code;
+}

@@ -1,0 +1,40 @@
+/* The sandbox's root filesystem, built in the sandbox's own user and mount
+ * namespaces by its first process.
+ *
+ * Two phases, because the new root hides the host: `capture` takes a
+ * detached mount fd of every source while host paths are still visible;
+ * `enter` builds a fresh tmpfs root, attaches everything through fds,
+ * mounts /proc, /dev, /tmp, masks what must not be seen, makes the root
+ * read-only and pivots into it. */
+#ifndef AB_ISOLATE_ROOTFS_H
+#define AB_ISOLATE_ROOTFS_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+struct ab_root_entry_s {
+	char *name;        /* top-level name, e.g. "usr" */
+	char *link_target; /* for a symlink: recreated as such */
+	int mnt_fd;        /* for a directory or file: a read-only bind */
+};
+
+struct ab_rootfs_s {
+	struct ab_root_entry_s *entries;
+	size_t n_entries;
+	int workspace_fd;  /* detached workspace mount, -1 = none */
+	int *mount_fds;    /* one per spec mount; -1 for tmpfs */
+	int dev_fds[6];    /* verified host device nodes, see dev table */
+};
+
+/* `workspace_fd`: a ready detached mount (idmapped, made by the privileged
+ * monitor), or -1 to bind spec->workspace here. Takes ownership. */
+int ab_rootfs_capture (const struct ab_spec_s *spec, int workspace_fd, struct ab_rootfs_s *rf,
+                       ab_error_t *err);
+int ab_rootfs_enter (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
+
+/* In-sandbox paths where the command may write (Landlock allowlist). */
+char **ab_rootfs_rw_paths (const struct ab_spec_s *spec, size_t *n);
+
+#endif

@@ -1,0 +1,34 @@
+/* One command in one sandbox, driven over the agent connection: what
+ * `agentbox run` does between create and destroy.  Relays the terminal
+ * (when the agent hands back a pty), forwards signals and window size,
+ * and waits for the exit report. */
+#ifndef AB_SESSION_RUN_SESSION_H
+#define AB_SESSION_RUN_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "proto/exec-msg.h"
+
+struct ab_run_io_s {
+	/* Host-side relays: pipes the sandbox writes into (or reads from)
+	 * that this side copies to/from the caller's own fds; -1 = passed
+	 * straight through, nothing to relay. */
+	int relay_in;   /* write end: caller's stdin is copied into it */
+	int relay_out;  /* read end: copied to caller's stdout */
+	int relay_err;  /* read end: copied to caller's stderr */
+	bool raw_terminal; /* put the caller's terminal in raw mode for a pty */
+};
+
+struct ab_run_outcome_s {
+	int wait_status;
+	bool timed_out;
+	int exec_errno;
+	int landlock_abi;
+};
+
+int ab_run_session (int door, const struct ab_exec_msg_s *exec, struct ab_run_io_s *io,
+                    struct ab_run_outcome_s *out, ab_error_t *err);
+
+#endif

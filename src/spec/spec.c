@@ -1,0 +1,140 @@
+#include "spec/spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+
+void
+ab_spec_init (struct ab_spec_s *spec)
+{
+	memset (spec, 0, sizeof *spec);
+	spec->backend = xstrdup ("auto");
+	spec->hostname = xstrdup (AB_DEFAULT_HOSTNAME);
+	spec->workdir = xstrdup (AB_WORKSPACE_DIR);
+	spec->network = AB_NETWORK_NONE;
+	spec->tty = AB_TTY_AUTO;
+	spec->limits.memory_bytes = AB_DEFAULT_MEMORY;
+	spec->limits.pids = AB_DEFAULT_PIDS;
+	spec->limits.kill_grace_ms = AB_DEFAULT_KILL_GRACE_MS;
+	spec->limits.nofile = AB_DEFAULT_NOFILE;
+}
+
+static void
+free_strv (char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free (*p);
+	free (v);
+}
+
+void
+ab_spec_free (struct ab_spec_s *spec)
+{
+	free (spec->backend);
+	free (spec->rootfs);
+	free (spec->workspace);
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		free (spec->mounts[i].source);
+		free (spec->mounts[i].destination);
+	}
+	free (spec->mounts);
+	free_strv (spec->argv);
+	free_strv (spec->env);
+	free (spec->workdir);
+	free (spec->hostname);
+	free (spec->json_result);
+	memset (spec, 0, sizeof *spec);
+}
+
+void
+ab_spec_add_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *source,
+                   const char *destination, uint64_t size)
+{
+	struct ab_mount_s *m;
+
+	spec->mounts = xrealloc (spec->mounts, (spec->n_mounts + 1) * sizeof *spec->mounts);
+	m = &spec->mounts[spec->n_mounts++];
+	m->kind = kind;
+	m->source = source ? xstrdup (source) : NULL;
+	m->destination = xstrdup (destination);
+	m->size = size;
+}
+
+/* An in-sandbox path: absolute, no "." or ".." components, no empty
+ * components, not "/" itself. */
+static int
+check_sandbox_path (const char *what, const char *path, ab_error_t *err)
+{
+	const char *p = path;
+
+	if (path[0] != '/')
+		return ab_error (err, 0, AB_E_INVALID, "%s '%s' must be an absolute path", what, path);
+	if (strcmp (path, "/") == 0)
+		return ab_error (err, 0, AB_E_INVALID, "%s must not be '/'", what);
+	while (*p) {
+		const char *end;
+		size_t len;
+		while (*p == '/')
+			p++;
+		end = strchrnul (p, '/');
+		len = (size_t) (end - p);
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return ab_error (err, 0, AB_E_INVALID, "%s '%s' must not contain '.' or '..'", what,
+			                 path);
+		p = end;
+	}
+	return 0;
+}
+
+/* Destinations the sandbox layout owns; a user mount on top would undo a
+ * protection (a writable /proc, a host /dev). */
+static const char *const reserved_destinations[] = {"/proc", "/dev", "/sys"};
+
+static int
+check_mount (const struct ab_spec_s *spec, size_t i, ab_error_t *err)
+{
+	const struct ab_mount_s *m = &spec->mounts[i];
+
+	if (check_sandbox_path ("mount destination", m->destination, err) < 0)
+		return -1;
+	for (size_t r = 0; r < sizeof reserved_destinations / sizeof *reserved_destinations; r++) {
+		size_t n = strlen (reserved_destinations[r]);
+		if (strncmp (m->destination, reserved_destinations[r], n) == 0
+		    && (m->destination[n] == '\0' || m->destination[n] == '/'))
+			return ab_error (err, 0, AB_E_INVALID, "mount destination '%s' is reserved",
+			                 m->destination);
+	}
+	if (m->kind != AB_MOUNT_TMPFS && (!m->source || m->source[0] == '\0'))
+		return ab_error (err, 0, AB_E_INVALID, "mount for '%s' has no source", m->destination);
+	for (size_t j = 0; j < i; j++)
+		if (strcmp (spec->mounts[j].destination, m->destination) == 0)
+			return ab_error (err, 0, AB_E_INVALID, "two mounts at '%s'", m->destination);
+	if (spec->workspace && strcmp (m->destination, AB_WORKSPACE_DIR) == 0)
+		return ab_error (err, 0, AB_E_INVALID, "'%s' is the workspace; use --no-workspace first",
+		                 m->destination);
+	return 0;
+}
+
+int
+ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
+{
+	if (!spec->argv || !spec->argv[0] || spec->argv[0][0] == '\0')
+		return ab_error (err, 0, AB_E_INVALID, "missing command (usage: agentbox run [OPTIONS] -- CMD [ARGS...])");
+	if (spec->workdir[0] != '/')
+		return ab_error (err, 0, AB_E_INVALID, "working directory '%s' must be absolute",
+		                 spec->workdir);
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (check_mount (spec, i, err) < 0)
+			return -1;
+	if (spec->hostname[0] == '\0' || strlen (spec->hostname) > 64)
+		return ab_error (err, 0, AB_E_INVALID, "hostname must be 1 to 64 characters");
+	for (const char *h = spec->hostname; *h; h++)
+		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') || (*h >= '0' && *h <= '9')
+		      || *h == '-' || *h == '.'))
+			return ab_error (err, 0, AB_E_INVALID, "hostname '%s' has invalid characters",
+			                 spec->hostname);
+	return 0;
+}

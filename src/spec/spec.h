@@ -1,0 +1,81 @@
+/* The sandbox spec: everything a backend needs to start one sandbox and
+ * everything the agent needs to start its first command.  Built from CLI
+ * flags (cli/run-options.c) or, later, parsed from JSON or an OCI
+ * config.json.  Plain data: no file descriptors, no live state. */
+#ifndef AB_SPEC_SPEC_H
+#define AB_SPEC_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+
+typedef enum {
+	AB_MOUNT_RO_BIND,
+	AB_MOUNT_RW_BIND,
+	AB_MOUNT_TMPFS,
+} ab_mount_kind;
+
+struct ab_mount_s {
+	ab_mount_kind kind;
+	char *source;       /* host path (binds); NULL for tmpfs */
+	char *destination;  /* absolute path inside the sandbox */
+	uint64_t size;      /* tmpfs size in bytes, 0 = default */
+};
+
+typedef enum {
+	AB_NETWORK_NONE, /* only lo */
+} ab_network_mode;
+
+typedef enum {
+	AB_TTY_AUTO,
+	AB_TTY_ON,
+	AB_TTY_OFF,
+} ab_tty_mode;
+
+#define AB_DEFAULT_MEMORY (2ULL << 30)
+#define AB_DEFAULT_PIDS 512
+#define AB_DEFAULT_KILL_GRACE_MS 5000
+#define AB_DEFAULT_NOFILE 1024
+#define AB_DEFAULT_HOSTNAME "agentbox"
+#define AB_WORKSPACE_DIR "/workspace"
+
+struct ab_limits_s {
+	uint64_t memory_bytes;  /* 0 = no limit */
+	uint64_t pids;          /* 0 = no limit */
+	uint64_t cpu_millis;    /* CPUs x 1000; 0 = no limit */
+	uint64_t timeout_ms;    /* 0 = none */
+	uint64_t kill_grace_ms; /* SIGTERM to SIGKILL */
+	uint64_t nofile;        /* RLIMIT_NOFILE, clamped to the hard limit */
+	bool explicit_cgroup;   /* memory/pids/cpus given by the user: cgroups are a must */
+};
+
+struct ab_spec_s {
+	char *backend;          /* "auto" or a backend name */
+	char *rootfs;           /* NULL = host binds, else an unpacked image */
+	char *workspace;        /* host dir, NULL = none */
+	struct ab_mount_s *mounts;
+	size_t n_mounts;
+	char **argv;            /* NULL-terminated */
+	char **env;             /* NULL-terminated KEY=VALUE, already complete */
+	char *workdir;
+	uid_t uid;
+	gid_t gid;
+	char *hostname;
+	ab_network_mode network;
+	ab_tty_mode tty;
+	struct ab_limits_s limits;
+	char *json_result;      /* path on the host, NULL = off */
+};
+
+void ab_spec_init (struct ab_spec_s *spec);
+void ab_spec_free (struct ab_spec_s *spec);
+void ab_spec_add_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *source,
+                        const char *destination, uint64_t size);
+
+/* Checks that do not touch the system: absolute destinations, no "..",
+ * no duplicate destinations, non-empty argv. */
+int ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err);
+
+#endif
