@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -254,6 +255,7 @@ run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab
 	ab_error_t err = AB_ERROR_INIT;
 
 	setsid (); /* terminal signals meant for the caller must not reach us */
+	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
 	if (create_cgroup (&m, &err) < 0)
 		monitor_fail (&m, &err);
 	start_init (&m, in, &err);
