@@ -33,10 +33,9 @@ static int
 arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 {
 	int door = fcntl (in->door_fd, F_DUPFD_CLOEXEC, 10);
-	int exe = fcntl (in->agent_exe_fd, F_DUPFD_CLOEXEC, 10);
 	int stdio[3];
 
-	if (door < 0 || exe < 0)
+	if (door < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "dup");
 	for (int i = 0; i < 3; i++) {
 		/* No stdio given: the sandbox's own /dev/null (we are past pivot). */
@@ -50,8 +49,47 @@ arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 			return ab_error (err, errno, AB_E_SYSTEM, "dup2 stdio");
 	if (dup2 (door, AB_AGENT_DOOR_FD) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "dup2 door");
-	in->agent_exe_fd = exe;
 	return ab_sys_close_range (AB_AGENT_DOOR_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+}
+
+/* Wait for the monitor's message `want`; its fds (agent copy, workspace)
+ * land in fds[]. */
+static void
+await_go (int sync_fd, char want, int fds[2])
+{
+	size_t n = 0;
+	char go = 0;
+
+	fds[0] = fds[1] = -1;
+	if (ab_recv_with_fds (sync_fd, &go, 1, fds, 2, &n) != 1 || go != want)
+		_exit (125); /* the monitor is gone or failed: it reports why */
+}
+
+static int
+become_sandbox_root (struct ab_native_init_s *in, ab_error_t *err)
+{
+	if (in->become_root && (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
+		return ab_error (err, errno, AB_E_SYSTEM, "switch to the sandbox's root id");
+	if (setsid () < 0) /* never share the caller's terminal session */
+		return ab_error (err, errno, AB_E_SYSTEM, "setsid");
+	return 0;
+}
+
+static int
+enter_sandbox (struct ab_native_init_s *in, struct ab_rootfs_s *rf, int workspace_fd, ab_error_t *err)
+{
+	/* Joined after the monitor moved us into our cgroups: they become "/". */
+	if (unshare (CLONE_NEWCGROUP) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "unshare cgroup namespace");
+	if (ab_rootfs_finish (in->spec, rf, workspace_fd, err) < 0)
+		return ab_error_wrap (err, "build the sandbox root");
+	if (sethostname (in->spec->hostname, strlen (in->spec->hostname)) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
+	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "no_new_privs");
+	if (arrange_fds (in, err) < 0)
+		return ab_error_wrap (err, "prepare file descriptors");
+	return 0;
 }
 
 void
@@ -59,33 +97,28 @@ ab_native_init (struct ab_native_init_s *in)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_rootfs_s rf;
-	char go;
+	int fds[2];
 	char *const argv[] = {(char *) "agentbox-agent", NULL};
 	char *const envp[] = {NULL};
 
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Out of the way of fds 0..3, which arrange_fds will overwrite. */
 	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
-	if (in->sync_fd < 0 || ab_read_exact (in->sync_fd, &go, 1) < 0)
-		_exit (125); /* the monitor is gone */
-	if (in->become_root && (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
-		ab_error (&err, errno, AB_E_SYSTEM, "switch to the sandbox's root id");
-	else if (setsid () < 0) /* never share the caller's terminal session */
-		ab_error (&err, errno, AB_E_SYSTEM, "setsid");
-	else if (unshare (CLONE_NEWCGROUP) < 0)
-		ab_error (&err, errno, AB_E_SYSTEM, "unshare cgroup namespace");
-	else if (ab_rootfs_capture (in->spec, in->workspace_fd, &rf, &err) < 0
-	         || ab_rootfs_enter (in->spec, &rf, &err) < 0)
-		ab_error_wrap (&err, "build the sandbox root");
-	else if (sethostname (in->spec->hostname, strlen (in->spec->hostname)) < 0)
-		ab_error (&err, errno, AB_E_SYSTEM, "sethostname");
-	else if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		ab_error (&err, errno, AB_E_SYSTEM, "no_new_privs");
-	else if (arrange_fds (in, &err) < 0)
-		ab_error_wrap (&err, "prepare file descriptors");
-	if (err.kind != AB_E_NONE)
+	if (in->sync_fd < 0)
+		_exit (125);
+	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, fds);
+	if (become_sandbox_root (in, &err) < 0
+	    || ab_rootfs_capture (in->spec, in->become_root, &rf, &err) < 0
+	    || ab_rootfs_build (in->spec, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);
-	syscall (__NR_execveat, in->agent_exe_fd, "", argv, envp, AT_EMPTY_PATH);
+	await_go (in->sync_fd, AB_NATIVE_GO_READY, fds);
+	if (fds[0] < 0) {
+		ab_error (&err, 0, AB_E_INTERNAL, "monitor sent no agent");
+		init_fail (in->sync_fd, &err);
+	}
+	if (enter_sandbox (in, &rf, fds[1], &err) < 0)
+		init_fail (in->sync_fd, &err);
+	syscall (__NR_execveat, fds[0], "", argv, envp, AT_EMPTY_PATH);
 	ab_error (&err, errno, AB_E_SYSTEM, "execute agentbox-agent");
 	init_fail (in->sync_fd, &err);
 }

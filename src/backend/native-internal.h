@@ -10,11 +10,17 @@ struct ab_native_init_s {
 	const struct ab_spec_s *spec;
 	int sync_fd;      /* to the monitor: "go" in, an error message out */
 	int door_fd;      /* the sandbox's end of the agent connection */
-	int agent_exe_fd; /* sealed memfd copy of agentbox-agent */
-	int workspace_fd; /* idmapped workspace mount made by the monitor, or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };
+
+/* The monitor's two go-ahead messages on sync_fd.  GO_MAPS: the id maps are
+ * written, start building the root.  GO_READY: the cgroups are joined; it
+ * carries the sealed agent copy and, when privileged, the workspace mount,
+ * by SCM_RIGHTS.  Splitting them lets the monitor's slow steps (cgroup v1
+ * attach, the idmap namespace) overlap with init's mount work. */
+#define AB_NATIVE_GO_MAPS 'm'
+#define AB_NATIVE_GO_READY 'r'
 
 void ab_native_init (struct ab_native_init_s *in) __attribute__ ((noreturn));
 

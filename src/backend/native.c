@@ -45,6 +45,7 @@ struct monitor_s {
 	int init_pidfd;
 	int sync_fd;
 	ab_cgroup_t *cgroup;
+	pid_t idmap_helper;
 	struct ab_native_report_s report;
 };
 
@@ -63,26 +64,29 @@ make_id (char id[33])
  * sandbox user.  Where the filesystem has no idmapped-mount support the
  * plain bind is used (files then belong to the mapped host id). */
 static int
-idmapped_workspace (const struct ab_spec_s *spec, const struct ab_idmap_s *map, ab_error_t *err)
+workspace_mount (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err)
 {
 	struct ab_mount_attr_s attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	struct ab_mount_attr_s plain = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	cleanup_close int userns = -1, mnt = -1;
+	const struct ab_spec_s *spec = m->spec;
 	struct stat st;
 
 	if (!spec->workspace || !map->privileged)
 		return -1;
 	if (stat (spec->workspace, &st) < 0)
 		return ab_error (err, errno, AB_E_INVALID, "workspace %s", spec->workspace);
-	userns = ab_userns_idmap_fd (st.st_uid, st.st_gid, ab_idmap_host_uid (map, spec->uid),
-	                             ab_idmap_host_gid (map, spec->gid), err);
-	if (userns < 0)
-		return -1;
 	mnt = ab_sys_open_tree (AT_FDCWD, spec->workspace, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (mnt < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "bind workspace %s", spec->workspace);
+	userns = ab_userns_idmap_fd (st.st_uid, st.st_gid, ab_idmap_host_uid (map, spec->uid),
+	                             ab_idmap_host_gid (map, spec->gid), &m->idmap_helper, err);
+	if (userns < 0)
+		return -1;
 	attr.userns_fd = (uint64_t) userns;
-	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &attr) < 0)
-		return -1; /* not supported here: fall back to a plain bind */
+	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &attr) < 0
+	    && ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &plain) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "workspace mount attributes");
 	return steal_fd (&mnt);
 }
 
@@ -116,24 +120,28 @@ create_cgroup (struct monitor_s *m, ab_error_t *err)
 }
 
 static void
+fail_errno (struct monitor_s *m, ab_error_t *err, const char *what)
+{
+	ab_error (err, errno, AB_E_SYSTEM, "%s", what);
+	monitor_fail (m, err);
+}
+
+/* Clone init, write its maps, let it build its root while we join it to
+ * the cgroups and prepare the agent copy and the workspace mount. */
+static void
 start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 {
 	struct ab_idmap_s map;
-	int sync[2];
-	char go = 'g';
+	int sync[2], fds[2];
+	char go = AB_NATIVE_GO_MAPS;
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
 	in->become_root = map.privileged;
-	in->workspace_fd = idmapped_workspace (m->spec, &map, err);
-	if (in->workspace_fd < 0 && err->kind != AB_E_NONE)
-		monitor_fail (m, err);
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
-		monitor_fail (m, &(ab_error_t) {AB_E_SYSTEM, errno, "socketpair"});
+		fail_errno (m, err, "socketpair");
 	m->init_pid = ab_sys_clone_fork (NAMESPACES);
-	if (m->init_pid < 0) {
-		ab_error (err, errno, AB_E_SYSTEM, "clone sandbox namespaces");
-		monitor_fail (m, err);
-	}
+	if (m->init_pid < 0)
+		fail_errno (m, err, "clone sandbox namespaces");
 	if (m->init_pid == 0) {
 		close (sync[0]);
 		in->sync_fd = sync[1];
@@ -141,13 +149,24 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	}
 	close (sync[1]);
 	m->sync_fd = sync[0];
-	if (ab_userns_write_maps (m->init_pid, &map, err) < 0
-	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
+	if (ab_userns_write_maps (m->init_pid, &map, err) < 0)
 		monitor_fail (m, err);
-	if (ab_write_all (m->sync_fd, &go, 1) < 0) {
-		ab_error (err, errno, AB_E_SYSTEM, "start sandbox");
+	if (ab_write_all (m->sync_fd, &go, 1) < 0)
+		fail_errno (m, err, "start sandbox");
+	if (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0)
 		monitor_fail (m, err);
-	}
+	fds[0] = ab_native_agent_memfd (err);
+	if (fds[0] < 0)
+		monitor_fail (m, err);
+	fds[1] = workspace_mount (m, &map, err);
+	if (fds[1] < 0 && err->kind != AB_E_NONE)
+		monitor_fail (m, err);
+	go = AB_NATIVE_GO_READY;
+	if (ab_send_with_fds (m->sync_fd, &go, 1, fds, fds[1] >= 0 ? 2 : 1) < 0)
+		fail_errno (m, err, "start sandbox");
+	close (fds[0]);
+	if (fds[1] >= 0)
+		close (fds[1]);
 	m->init_pidfd = ab_sys_pidfd_open (m->init_pid, 0);
 }
 
@@ -165,9 +184,6 @@ release_inherited (struct ab_native_init_s *in)
 	if (null >= 0)
 		close (null);
 	close (in->door_fd);
-	close (in->agent_exe_fd);
-	if (in->workspace_fd >= 0)
-		close (in->workspace_fd);
 }
 
 static void
@@ -242,6 +258,8 @@ supervise (struct monitor_s *m)
 	while (wait4 (m->init_pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	collect (m, status, &ru);
+	if (m->idmap_helper > 0)
+		waitpid (m->idmap_helper, NULL, 0);
 	if (m->cgroup && ab_cgroup_destroy (m->cgroup, &err) < 0 && m->report.error[0] == '\0')
 		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
 	send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
@@ -271,7 +289,7 @@ static int
 native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
                ab_error_t *err)
 {
-	struct ab_native_init_s in = {.spec = spec, .workspace_fd = -1};
+	struct ab_native_init_s in = {.spec = spec};
 	int door[2], mon[2];
 	pid_t pid;
 
@@ -280,19 +298,13 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	make_id (sb->id);
 	for (int i = 0; i < 3; i++)
 		in.stdio[i] = stdio ? stdio[i] : -1;
-	if ((in.agent_exe_fd = ab_native_agent_memfd (err)) < 0)
-		return -1;
 	if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, door) < 0
-	    || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, mon) < 0) {
-		close (in.agent_exe_fd);
+	    || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, mon) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
-	}
 	in.door_fd = door[1];
 	pid = fork ();
-	if (pid < 0) {
-		close (in.agent_exe_fd);
+	if (pid < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "fork monitor");
-	}
 	if (pid == 0) {
 		close (door[0]);
 		close (mon[0]);
@@ -300,7 +312,6 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	}
 	close (door[1]);
 	close (mon[1]);
-	close (in.agent_exe_fd);
 	sb->agent_fd = door[0];
 	sb->monitor_pid = pid;
 	sb->priv = (void *) (intptr_t) mon[0];

@@ -133,14 +133,14 @@ capture_mounts (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t
 }
 
 int
-ab_rootfs_capture (const struct ab_spec_s *spec, int workspace_fd, struct ab_rootfs_s *rf,
+ab_rootfs_capture (const struct ab_spec_s *spec, bool workspace_later, struct ab_rootfs_s *rf,
                    ab_error_t *err)
 {
 	memset (rf, 0, sizeof *rf);
-	rf->workspace_fd = workspace_fd;
+	rf->workspace_fd = rf->root_fd = -1;
 	for (size_t i = 0; i < AB_DEV_NODES; i++)
 		rf->dev_fds[i] = -1;
-	if (spec->workspace && rf->workspace_fd < 0) {
+	if (spec->workspace && !workspace_later) {
 		rf->workspace_fd = ab_mountfd_clone (AT_FDCWD, spec->workspace, RW_ATTRS, err);
 		if (rf->workspace_fd < 0)
 			return ab_error_wrap (err, "workspace");
@@ -240,21 +240,37 @@ make_root (ab_error_t *err)
 }
 
 int
-ab_rootfs_enter (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
+ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
 {
-	cleanup_close int root = make_root (err);
+	int root = make_root (err);
 
 	if (root < 0)
 		return -1;
+	rf->root_fd = root;
 	if (populate_root_entries (root, rf, err) < 0 || ab_dev_setup (root, rf->dev_fds, err) < 0
 	    || ab_proc_setup (root, err) < 0)
 		return -1;
-	if (ab_tmpfs_setup (root, "tmp", err) < 0 || populate_mounts (root, spec, rf, err) < 0)
+	return ab_tmpfs_setup (root, "tmp", err);
+}
+
+int
+ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, int workspace_fd,
+                  ab_error_t *err)
+{
+	int root = rf->root_fd;
+
+	if (workspace_fd >= 0)
+		rf->workspace_fd = workspace_fd;
+	if (populate_mounts (root, spec, rf, err) < 0)
 		return -1;
 	if (ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
 	                         err) < 0)
 		return ab_error_wrap (err, "make the root read-only");
-	return pivot_into (root, err);
+	if (pivot_into (root, err) < 0)
+		return -1;
+	close (root);
+	rf->root_fd = -1;
+	return 0;
 }
 
 static void

@@ -9,6 +9,7 @@
 #ifndef AB_ISOLATE_ROOTFS_H
 #define AB_ISOLATE_ROOTFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -26,13 +27,19 @@ struct ab_rootfs_s {
 	int workspace_fd;  /* detached workspace mount, -1 = none */
 	int *mount_fds;    /* one per spec mount; -1 for tmpfs */
 	int dev_fds[6];    /* verified host device nodes, see dev table */
+	int root_fd;       /* the new root, between build and finish */
 };
 
-/* `workspace_fd`: a ready detached mount (idmapped, made by the privileged
- * monitor), or -1 to bind spec->workspace here. Takes ownership. */
-int ab_rootfs_capture (const struct ab_spec_s *spec, int workspace_fd, struct ab_rootfs_s *rf,
+/* `workspace_later`: the workspace mount will be handed over by the
+ * privileged monitor (idmapped); otherwise spec->workspace is bound here. */
+int ab_rootfs_capture (const struct ab_spec_s *spec, bool workspace_later, struct ab_rootfs_s *rf,
                        ab_error_t *err);
-int ab_rootfs_enter (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
+/* Phase one: the tmpfs root with the image or host entries, /dev, /proc, /tmp. */
+int ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
+/* Phase two: the workspace (`workspace_fd`, or the captured one when -1) and
+ * the user's mounts, a read-only root, pivot_root. */
+int ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, int workspace_fd,
+                      ab_error_t *err);
 
 /* In-sandbox paths where the command may write (Landlock allowlist). */
 char **ab_rootfs_rw_paths (const struct ab_spec_s *spec, size_t *n);

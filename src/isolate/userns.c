@@ -110,10 +110,10 @@ write_idmap (pid_t pid, uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t ho
 }
 
 int
-ab_userns_idmap_fd (uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_gid,
+ab_userns_idmap_fd (uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_gid, pid_t *helper,
                     ab_error_t *err)
 {
-	cleanup_pid pid_t pid = -1;
+	pid_t pid;
 	int hold[2];
 	int fd;
 
@@ -136,7 +136,8 @@ ab_userns_idmap_fd (uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_g
 	}
 	close (hold[0]);
 	fd = write_idmap (pid, disk_uid, disk_gid, host_uid, host_gid, err);
-	close (hold[1]);
+	close (hold[1]); /* the helper exits on EOF */
+	*helper = pid;
 	if (fd < 0 && err->kind == AB_E_NONE)
 		ab_error (err, errno, AB_E_SYSTEM, "open user namespace of idmap helper");
 	return fd;

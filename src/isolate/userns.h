@@ -33,7 +33,9 @@ int ab_userns_write_maps (pid_t pid, const struct ab_idmap_s *map, ab_error_t *e
 /* A user namespace fd whose map sends on-disk `disk_uid`/`disk_gid` to host
  * `host_uid`/`host_gid`: what an idmapped mount needs so files owned by a
  * workspace's owner appear owned by the sandbox user, and back. */
+/* The short-lived helper process that owned the namespace is killed but
+ * not waited for (its exit is slow): the caller reaps *helper later. */
 int ab_userns_idmap_fd (uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_gid,
-                        ab_error_t *err);
+                        pid_t *helper, ab_error_t *err);
 
 #endif
