@@ -321,6 +321,8 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 			return -1;
 	}
 	spec->env = env.v;
+	if (!spec->workspace && strcmp (spec->workdir, AB_WORKSPACE_DIR) == 0)
+		set_string (&spec->workdir, "/");
 	spec->argv = xcalloc ((size_t) (argc - optind) + 1, sizeof (char *));
 	for (int i = optind; i < argc; i++)
 		spec->argv[i - optind] = xstrdup (argv[i]);
