@@ -2,6 +2,7 @@
 #   make            build/agentbox and build/agentbox-agent
 #   make check      install what is missing, build, run every test
 #   make demo       install what is missing, build, run the demonstration
+#   make bench      startup benchmark against bwrap and unshare (bench/startup)
 #   make install    copy the binaries to $(PREFIX)/bin
 
 CC      ?= gcc
@@ -16,10 +17,13 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 	-Wformat=2 -Wformat-security -Wpointer-arith -Wimplicit-fallthrough -Wundef \
 	-Wvla -Wnull-dereference -Wno-missing-field-initializers -Wno-unused-parameter \
 	-Wno-format-truncation
+ifneq ($(findstring clang,$(CC)),)
+WARN += -Wno-unknown-warning-option
+endif
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
-HOST_LDFLAGS := -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
-HOST_LIBS := -lseccomp -ljansson
+HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
+HOST_LIBS := -ljansson -levent_core -lpthread
 
 # Host library: every layer except the agent and the CLI's main().
 HOST_DIRS := base policy spec isolate proto net backend session daemon cli
@@ -35,18 +39,21 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo install clean unit unit-asan integration deps format format-check
+.PHONY: all check demo bench install clean unit unit-asan integration deps format format-check
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	@echo "  AR      $@"
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(BUILD)/libagentbox.a
-	$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $^ $(HOST_LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
 $(BUILD)/agentbox-agent: $(AGENT_OBJ)
-	$(CC) $(ALL_CFLAGS) -static-pie -Wl,-z,relro,-z,now,-z,noexecstack -o $@ $^
+	@echo "  LD      $@ (static)"
+	@$(CC) $(ALL_CFLAGS) -static-pie -Wl,-z,relro,-z,now,-z,noexecstack -o $@ $^
 
 $(BUILD)/obj/%.o: %.c | $(GEN)
 	@mkdir -p $(@D)
@@ -62,15 +69,18 @@ $(BUILD)/agent-obj/%.o: %.c | $(GEN)
 # and embedded in the agent, which installs it without any library.
 $(BUILD)/tools/gen-seccomp: tools/gen-seccomp.c src/isolate/seccomp-profile.c src/isolate/seccomp-profile.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ tools/gen-seccomp.c src/isolate/seccomp-profile.c -lseccomp
+	@echo "  CC      $@"
+	@$(CC) $(ALL_CFLAGS) -o $@ tools/gen-seccomp.c src/isolate/seccomp-profile.c -lseccomp
 
 $(GEN): $(BUILD)/tools/gen-seccomp
 	@mkdir -p $(@D)
-	$< > $@.tmp && mv $@.tmp $@
+	@echo "  GEN     $@"
+	@$< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libagentbox.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -lcmocka $(HOST_LIBS)
+	@echo "  TEST    $@"
+	@$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) -lcmocka $(HOST_LIBS)
 
 $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(@D)
@@ -100,6 +110,12 @@ demo:
 	scripts/install-deps build
 	$(MAKE) all
 	scripts/demo $(BUILD)/agentbox
+
+# Startup benchmark against bwrap and the unshare floor: prints figures, never fails a build.
+bench:
+	scripts/install-deps build bench
+	$(MAKE) all
+	bench/startup $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -26,7 +26,8 @@ int ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child,
 
 /* Steps run in the forked child; on failure they return -1 with errno set. */
 int ab_confine_ids (uid_t uid, gid_t gid);
-int ab_confine_drop_capabilities (void);
+int ab_confine_lock_capabilities (void);
+int ab_confine_clear_capabilities (void);
 int ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out);
 int ab_confine_seccomp (void);
 int ab_landlock_abi (void);

@@ -1,6 +1,7 @@
 /* The confinement layers the agent applies in a command's child process,
- * after fork and before execve.  Order matters (minijail_enter): ids and
- * capabilities first (they need privileges), then no_new_privs, then
+ * after fork and before execve.  Order matters (minijail_enter): lock the
+ * securebits and empty the bounding set while still privileged, switch ids,
+ * clear the remaining capability sets, then no_new_privs, then
  * Landlock (needs no_new_privs when unprivileged), seccomp last so the
  * filter does not have to allow the setup syscalls. */
 #include <errno.h>
@@ -47,13 +48,12 @@ drop_bounding_set (void)
 	return 0;
 }
 
-/* Clear all five capability sets and lock the securebits so that no
- * later execve (of uid 0 or a file with capabilities) can regain any. */
+/* Lock the securebits and empty the bounding and ambient sets so that no
+ * later execve (of uid 0 or a file with capabilities) can regain any.
+ * Needs CAP_SETPCAP: runs before the switch to the command's ids. */
 int
-ab_confine_drop_capabilities (void)
+ab_confine_lock_capabilities (void)
 {
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[2] = {{0}};
 	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP
 	                           | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED
 	                           | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
@@ -64,6 +64,16 @@ ab_confine_drop_capabilities (void)
 		return -1;
 	if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -1;
+	return 0;
+}
+
+/* Empty the effective, permitted and inheritable sets (after the id switch). */
+int
+ab_confine_clear_capabilities (void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2] = {{0}};
+
 	return (int) syscall (SYS_capset, &hdr, data);
 }
 

@@ -129,9 +129,11 @@ run_child (const struct ab_exec_msg_s *req, int master, int report_fd)
 		child_fail (report_fd, STAGE_RLIMIT);
 	if (enter_cwd (req->cwd) < 0)
 		child_fail (report_fd, STAGE_CWD);
+	if (ab_confine_lock_capabilities () < 0)
+		child_fail (report_fd, STAGE_CAPS);
 	if (ab_confine_ids (req->uid, req->gid) < 0)
 		child_fail (report_fd, STAGE_IDS);
-	if (ab_confine_drop_capabilities () < 0)
+	if (ab_confine_clear_capabilities () < 0)
 		child_fail (report_fd, STAGE_CAPS);
 	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail (report_fd, STAGE_NNP);

@@ -93,7 +93,16 @@ workspace_mount (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *
 static void __attribute__ ((noreturn))
 monitor_fail (struct monitor_s *m, const ab_error_t *err)
 {
-	snprintf (m->report.error, sizeof m->report.error, "%s", err->msg);
+	ssize_t n = -1;
+
+	/* When init failed first (our send then fails with EPIPE), its own
+	 * message is already queued on the sync socket: it is the real reason. */
+	if (m->sync_fd >= 0)
+		n = recv (m->sync_fd, m->report.error, sizeof m->report.error - 1, MSG_DONTWAIT);
+	if (n > 0)
+		m->report.error[n] = '\0';
+	else
+		snprintf (m->report.error, sizeof m->report.error, "%s", err->msg);
 	if (m->init_pid > 0) {
 		kill (m->init_pid, SIGKILL);
 		waitpid (m->init_pid, NULL, 0);
@@ -269,9 +278,18 @@ supervise (struct monitor_s *m)
 static void __attribute__ ((noreturn))
 run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab_native_init_s *in)
 {
-	struct monitor_s m = {.spec = spec, .id = id, .mon_fd = mon_fd, .init_pid = -1, .init_pidfd = -1};
+	struct monitor_s m = {
+		.spec = spec, .id = id, .mon_fd = mon_fd, .init_pid = -1, .init_pidfd = -1, .sync_fd = -1,
+	};
+	const int keep[] = {mon_fd, in->door_fd, in->stdio[0], in->stdio[1], in->stdio[2]};
 	ab_error_t err = AB_ERROR_INIT;
 
+	/* Only what the sandbox needs: the caller's relay pipe ends held here
+	 * would hide EOF from both sides. */
+	if (ab_close_fds_except (keep, sizeof keep / sizeof *keep) < 0) {
+		ab_error (&err, errno, AB_E_SYSTEM, "close inherited fds");
+		monitor_fail (&m, &err);
+	}
 	setsid (); /* terminal signals meant for the caller must not reach us */
 	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
 	if (create_cgroup (&m, &err) < 0)

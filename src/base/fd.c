@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "base/sys.h"
 
 #define AB_MAX_PASSED_FDS 8
 
@@ -139,4 +142,33 @@ ab_set_nonblock (int fd, int on)
 		return -1;
 	flags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
 	return fcntl (fd, F_SETFL, flags);
+}
+
+static int
+cmp_int (const void *a, const void *b)
+{
+	return *(const int *) a - *(const int *) b;
+}
+
+int
+ab_close_fds_except (const int *keep, size_t n)
+{
+	int sorted[16];
+	unsigned int next = 3;
+	size_t m = 0;
+
+	if (n > sizeof sorted / sizeof *sorted) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] > 2)
+			sorted[m++] = keep[i];
+	qsort (sorted, m, sizeof *sorted, cmp_int);
+	for (size_t i = 0; i < m; i++) {
+		if ((unsigned int) sorted[i] > next && ab_sys_close_range (next, (unsigned int) sorted[i] - 1, 0) < 0)
+			return -1;
+		next = (unsigned int) sorted[i] + 1;
+	}
+	return ab_sys_close_range (next, ~0U, 0);
 }

@@ -17,4 +17,9 @@ ssize_t ab_recv_with_fds (int sock, void *buf, size_t len, int *fds, size_t max_
 int ab_set_cloexec (int fd, int on);
 int ab_set_nonblock (int fd, int on);
 
+/* Close every fd except 0, 1, 2 and those in keep[] (negative entries are
+ * ignored): a forked helper must not hold the caller's pipe ends, or the
+ * peers never see EOF. */
+int ab_close_fds_except (const int *keep, size_t n);
+
 #endif

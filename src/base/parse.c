@@ -100,11 +100,9 @@ ab_parse_uint (const char *s, uint64_t min, uint64_t max, uint64_t *out, ab_erro
 
 	if (!isdigit ((unsigned char) *p))
 		return ab_error (err, 0, AB_E_INVALID, "invalid number '%s'", s);
-	for (; isdigit ((unsigned char) *p); p++) {
-		if (v > (UINT64_MAX - 9) / 10)
+	for (; isdigit ((unsigned char) *p); p++)
+		if (mul_overflows (v, 10, &v) || __builtin_add_overflow (v, (uint64_t) (*p - '0'), &v))
 			return ab_error (err, 0, AB_E_INVALID, "number '%s' is too large", s);
-		v = v * 10 + (uint64_t) (*p - '0');
-	}
 	if (*p != '\0')
 		return ab_error (err, 0, AB_E_INVALID, "invalid number '%s'", s);
 	if (v < min || v > max)

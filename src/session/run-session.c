@@ -21,7 +21,7 @@ struct relay_s {
 	int pty; /* master, once the agent sends it */
 	struct ab_run_io_s *io;
 	struct ab_run_outcome_s *out;
-	bool exited, have_termios;
+	bool exited, have_termios, stdin_done;
 	struct termios saved;
 };
 
@@ -163,12 +163,12 @@ pump (int from, int to)
 }
 
 static void
-on_stdin (struct relay_s *r, struct pollfd *p)
+on_stdin (struct relay_s *r)
 {
 	int to = r->pty >= 0 ? r->pty : r->io->relay_in;
 	if (pump (STDIN_FILENO, to))
 		return;
-	p[P_STDIN].fd = -1;
+	r->stdin_done = true;
 	if (r->pty >= 0) {
 		ab_write_all (r->pty, "\x04", 1); /* end of input at the terminal */
 	} else {
@@ -191,8 +191,9 @@ static void
 fill_poll (struct relay_s *r, struct pollfd *p)
 {
 	p[P_PTY].fd = r->pty;
-	if (p[P_STDIN].fd == -2)
-		p[P_STDIN].fd = (r->pty >= 0 || r->io->relay_in >= 0) ? STDIN_FILENO : -1;
+	/* stdin is read only once there is somewhere to put it (the pty arrives
+	 * with STARTED) and until it ends. */
+	p[P_STDIN].fd = !r->stdin_done && (r->pty >= 0 || r->io->relay_in >= 0) ? STDIN_FILENO : -1;
 }
 
 static int
@@ -200,7 +201,7 @@ loop (struct relay_s *r, ab_error_t *err)
 {
 	struct pollfd p[P_COUNT] = {
 		[P_DOOR] = {.fd = r->door, .events = POLLIN},  [P_SIG] = {.fd = r->sigfd, .events = POLLIN},
-		[P_STDIN] = {.fd = -2, .events = POLLIN},      [P_OUT] = {.fd = r->io->relay_out, .events = POLLIN},
+		[P_STDIN] = {.fd = -1, .events = POLLIN},      [P_OUT] = {.fd = r->io->relay_out, .events = POLLIN},
 		[P_ERR] = {.fd = r->io->relay_err, .events = POLLIN}, [P_PTY] = {.fd = -1, .events = POLLIN},
 	};
 	while (!r->exited) {
@@ -221,7 +222,7 @@ loop (struct relay_s *r, ab_error_t *err)
 			r->pty = -1; /* EIO: every slave is closed */
 		}
 		if (p[P_STDIN].fd >= 0 && p[P_STDIN].revents)
-			on_stdin (r, p);
+			on_stdin (r);
 		if (p[P_DOOR].revents && on_door (r, err) < 0)
 			return -1;
 	}
