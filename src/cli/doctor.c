@@ -1,12 +1,191 @@
+/* `agentbox doctor [--json]`: what this host can do, which backends work
+ * and which one `--backend auto` would pick.  Every backend is probed
+ * fresh, never from the probe cache: the doctor is where a user looks
+ * when a cached answer may be stale.  Exit 0 when at least one backend
+ * works, 1 when none does, 125 on bad usage. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
+#include "backend/backend.h"
+#include "base/xalloc.h"
 #include "cli/cli.h"
+#include "cli/doctor-checks.h"
+
+static const char doctor_usage[] = "usage: agentbox doctor [--json]\n";
+
+struct backend_row_s {
+	const struct ab_backend_ops_s *ops;
+	struct ab_probe_result_s probe;
+};
+
+struct report_s {
+	struct ab_doctor_check_s *checks;
+	size_t n_checks;
+	struct backend_row_s *backends;
+	size_t n_backends;
+	const struct ab_backend_ops_s *pick; /* what auto would choose, NULL if none */
+	char kernel[256];
+};
+
+/* 1 = --json, 0 = text, -1 = usage error (reported in err), 2 = --help. */
+static int
+parse_args (int argc, char **argv, ab_error_t *err)
+{
+	int json = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp (argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+			return 2;
+		else
+			return ab_error (err, 0, AB_E_INVALID, "doctor: unknown %s '%s' (usage: agentbox doctor [--json])",
+			                 argv[i][0] == '-' ? "option" : "argument", argv[i]);
+	}
+	return json;
+}
+
+static void
+run_checks (struct report_s *rep)
+{
+	const struct ab_doctor_check_def_s *defs = ab_doctor_checks ();
+
+	while (defs[rep->n_checks].run)
+		rep->n_checks++;
+	rep->checks = xcalloc (rep->n_checks, sizeof *rep->checks);
+	for (size_t i = 0; i < rep->n_checks; i++) {
+		struct ab_doctor_check_s *c = &rep->checks[i];
+		c->name = defs[i].name;
+		c->label = defs[i].label;
+		c->facts = json_object ();
+		defs[i].run (c);
+		if (c->ok)
+			c->fix[0] = '\0';
+	}
+}
+
+/* The functional probe of every compiled-in backend, and auto's choice:
+ * the strongest one that works. */
+static void
+run_backends (struct report_s *rep)
+{
+	const struct ab_backend_ops_s *const *all = ab_backends ();
+
+	while (all[rep->n_backends])
+		rep->n_backends++;
+	rep->backends = xcalloc (rep->n_backends, sizeof *rep->backends);
+	for (size_t i = 0; i < rep->n_backends; i++) {
+		struct backend_row_s *b = &rep->backends[i];
+		b->ops = all[i];
+		b->ops->probe (&b->probe);
+		if (b->probe.works && (!rep->pick || b->ops->strength > rep->pick->strength))
+			rep->pick = b->ops;
+	}
+}
+
+static void
+describe_host (struct report_s *rep)
+{
+	struct utsname u;
+
+	if (uname (&u) == 0)
+		snprintf (rep->kernel, sizeof rep->kernel, "%s %s %s", u.sysname, u.release, u.machine);
+	else
+		snprintf (rep->kernel, sizeof rep->kernel, "unknown");
+}
+
+static void
+print_text (const struct report_s *rep)
+{
+	printf ("agentbox doctor: %s, running as uid %u\n\n", rep->kernel, (unsigned) geteuid ());
+	for (size_t i = 0; i < rep->n_checks; i++) {
+		const struct ab_doctor_check_s *c = &rep->checks[i];
+		printf ("  %-20s %-4s %s\n", c->label, c->ok ? "yes" : "no", c->detail);
+		if (!c->ok && c->fix[0])
+			printf ("  %-20s %-4s fix: %s\n", "", "", c->fix);
+	}
+	printf ("\nbackends (each probed now: a real sandbox that runs `true`)\n");
+	for (size_t i = 0; i < rep->n_backends; i++) {
+		const struct backend_row_s *b = &rep->backends[i];
+		printf ("  %-20s %-4s %.1f ms  %s\n", b->ops->name, b->probe.works ? "yes" : "no",
+		        (double) b->probe.duration_us / 1000.0, b->probe.reason);
+		if (!b->probe.works)
+			printf ("  %-20s %-4s fix: see the capability lines above that say no\n", "", "");
+	}
+	if (rep->pick)
+		printf ("\nauto picks: %s\n", rep->pick->name);
+	else
+		printf ("\nauto picks: nothing (no backend works on this host)\n");
+}
+
+static json_t *
+check_json (const struct ab_doctor_check_s *c)
+{
+	json_t *o = json_pack ("{s:b, s:s, s:o}", "ok", c->ok, "detail", c->detail, "fix",
+	                       c->fix[0] ? json_string (c->fix) : json_null ());
+	json_object_update (o, c->facts);
+	return o;
+}
+
+static void
+print_json (const struct report_s *rep)
+{
+	json_t *caps = json_object (), *backends = json_array (), *root;
+
+	for (size_t i = 0; i < rep->n_checks; i++)
+		json_object_set_new (caps, rep->checks[i].name, check_json (&rep->checks[i]));
+	for (size_t i = 0; i < rep->n_backends; i++) {
+		const struct backend_row_s *b = &rep->backends[i];
+		json_array_append_new (backends,
+		                       json_pack ("{s:s, s:i, s:b, s:f, s:s}", "name", b->ops->name,
+		                                  "strength", b->ops->strength, "works", b->probe.works,
+		                                  "duration_ms", (double) b->probe.duration_us / 1000.0,
+		                                  "reason", b->probe.reason));
+	}
+	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid", (int) geteuid (),
+	                  "capabilities", caps, "backends", backends, "auto",
+	                  rep->pick ? json_string (rep->pick->name) : json_null ());
+	json_dumpf (root, stdout, JSON_INDENT (2));
+	putchar ('\n');
+	json_decref (root);
+}
+
+static void
+free_report (struct report_s *rep)
+{
+	for (size_t i = 0; i < rep->n_checks; i++)
+		json_decref (rep->checks[i].facts);
+	free (rep->checks);
+	free (rep->backends);
+}
 
 int
 ab_cmd_doctor (int argc, char **argv)
 {
-	(void) argc;
-	(void) argv;
-	fprintf (stderr, "agentbox: doctor: not yet\n");
-	return 125;
+	struct report_s rep = {0};
+	ab_error_t err = AB_ERROR_INIT;
+	int mode = parse_args (argc, argv, &err);
+
+	if (mode < 0) {
+		ab_cli_report (&err);
+		return AB_EXIT_FAILED;
+	}
+	if (mode == 2) {
+		fputs (doctor_usage, stdout);
+		return 0;
+	}
+	describe_host (&rep);
+	run_checks (&rep);
+	run_backends (&rep);
+	if (mode == 1)
+		print_json (&rep);
+	else
+		print_text (&rep);
+	fflush (stdout);
+	free_report (&rep);
+	return rep.pick ? 0 : 1;
 }

@@ -6,8 +6,13 @@
  * the limits live on v1 and a v2 child group is added when available so the
  * sandbox can be killed atomically with cgroup.kill.
  *
- * Groups are created below the caller's own cgroup in each hierarchy
- * (never at the root of the host's tree), named "agentbox-<id>". */
+ * Groups are created below the caller's own cgroup in each hierarchy (at a
+ * hierarchy's root only when the caller itself sits there), named
+ * "agentbox-<id>".  The layout (/proc/self/mountinfo, /proc/self/cgroup) is
+ * read once per process.  While its handle is alive a group is locked
+ * (flock on its directory), so ab_cgroup_sweep_stale in another process
+ * never removes it, even while it is empty.  Thread-safe for different
+ * handles; one handle is used by one thread at a time. */
 #ifndef AB_ISOLATE_CGROUP_H
 #define AB_ISOLATE_CGROUP_H
 
@@ -27,7 +32,11 @@ typedef enum {
 
 struct ab_cgroup_info_s {
 	ab_cgroup_mode mode;
-	bool memory, memory_swap, pids, cpu, freezer, kill; /* usable features */
+	/* Usable features.  memory_swap: swap can be switched off for the group
+	 * (v1 memsw, v2 memory.swap.max); without it v1 falls back to
+	 * swappiness 0.  freezer: v1 freezer.state or v2 cgroup.freeze.  kill:
+	 * atomic cgroup.kill (Linux 5.14); without it kill freezes first. */
+	bool memory, memory_swap, pids, cpu, freezer, kill;
 	char detail[256]; /* one line for `agentbox doctor` */
 };
 
@@ -39,27 +48,44 @@ struct ab_cgroup_stats_s {
 
 typedef struct ab_cgroup_s ab_cgroup_t;
 
+/* Fill info; creates and removes a probe group, changes nothing else (on
+ * v2 it reports controllers that would be enabled on first use). */
 int ab_cgroup_probe (struct ab_cgroup_info_s *info, ab_error_t *err);
 
-/* Create the groups for sandbox `id` and apply limits (memory with swap off,
- * pids, cpu quota).  A limit that was asked for but cannot be applied is an
- * error, not a silent skip. */
+/* Create the groups for sandbox `id` ([A-Za-z0-9._-], at most 64) and apply
+ * limits (memory with swap off, pids, cpu quota per 100 ms period; `limits`
+ * may be NULL).  A limit of 0 is not written, but the group still exists
+ * for stats and kill.  A limit that was asked for but cannot be applied is
+ * an AB_E_SYSTEM error naming the controller, not a silent skip.  An id
+ * whose group is held by a live handle is AB_E_CONFLICT; a leftover with
+ * the same name and no process is replaced.  On pure v2 the controllers
+ * are enabled in our cgroup's subtree_control; when other processes share
+ * that cgroup this is impossible (no internal processes) and a requested
+ * limit fails; when agentbox is alone there it first moves itself into a
+ * leaf "agentbox-supervisor-<pid>" beside the sandbox groups. */
 int ab_cgroup_create (const char *id, const struct ab_limits_s *limits, ab_cgroup_t **out,
                       ab_error_t *err);
 
-/* Move `pid` into every group of the sandbox. */
+/* Move `pid` into every group of the sandbox.  Do it before the process
+ * runs untrusted code or allocates much: v1 does not move charges made
+ * before the move. */
 int ab_cgroup_enter (ab_cgroup_t *cg, pid_t pid, ab_error_t *err);
 
-/* Kill every process in the group (cgroup.kill on v2; freeze, kill, thaw on v1). */
+/* Kill every process in the group (cgroup.kill on v2 and hybrid; freeze,
+ * kill, thaw on v1).  With cgroup.kill it returns once the signals are
+ * sent; otherwise once the group is empty (at most 2 s, else an error). */
 int ab_cgroup_kill (ab_cgroup_t *cg, ab_error_t *err);
 
 int ab_cgroup_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *stats, ab_error_t *err);
 
-/* Kill what is left, remove every directory, free `cg`.  Safe on NULL. */
+/* Remove every directory; if processes are left, kill them and wait for
+ * the group to empty (at most 2 s, else an error and the directories stay
+ * for a later sweep).  Frees `cg` in every case.  Safe on NULL. */
 int ab_cgroup_destroy (ab_cgroup_t *cg, ab_error_t *err);
 
 /* Remove groups named agentbox-* below our own cgroup whose sandbox is gone
- * (no process left): what a killed `agentbox run` could not clean up. */
+ * (no handle holds them and no process is left): what a killed
+ * `agentbox run` could not clean up.  Groups in use are skipped. */
 int ab_cgroup_sweep_stale (ab_error_t *err);
 
 #endif

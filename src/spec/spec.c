@@ -77,10 +77,15 @@ check_sandbox_path (const char *what, const char *path, ab_error_t *err)
 	while (*p) {
 		const char *end;
 		size_t len;
-		while (*p == '/')
-			p++;
+		p++; /* past the '/' */
 		end = strchrnul (p, '/');
 		len = (size_t) (end - p);
+		/* "//proc" and "/proc/" are /proc to the kernel: refused, so the
+		 * reserved and duplicate checks below see one spelling only. */
+		if (len == 0)
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s '%s' must not contain an empty component ('//' or a trailing '/')",
+			                 what, path);
 		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
 			return ab_error (err, 0, AB_E_INVALID, "%s '%s' must not contain '.' or '..'", what,
 			                 path);
