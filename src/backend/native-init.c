@@ -52,16 +52,16 @@ arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 	return ab_sys_close_range (AB_AGENT_DOOR_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
-/* Wait for the monitor's message `want`; its fds (agent copy, workspace)
- * land in fds[]. */
+/* Wait for the monitor's message `want`; a passed fd (the workspace
+ * mount) lands in *fd, else -1. */
 static void
-await_go (int sync_fd, char want, int fds[2])
+await_go (int sync_fd, char want, int *fd)
 {
 	size_t n = 0;
 	char go = 0;
 
-	fds[0] = fds[1] = -1;
-	if (ab_recv_with_fds (sync_fd, &go, 1, fds, 2, &n) != 1 || go != want)
+	*fd = -1;
+	if (ab_recv_with_fds (sync_fd, &go, 1, fd, 1, &n) != 1 || go != want)
 		_exit (125); /* the monitor is gone or failed: it reports why */
 }
 
@@ -97,7 +97,7 @@ ab_native_init (struct ab_native_init_s *in)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_rootfs_s rf;
-	int fds[2];
+	int agent, workspace;
 	char *const argv[] = {(char *) "agentbox-agent", NULL};
 	char *const envp[] = {NULL};
 
@@ -106,19 +106,17 @@ ab_native_init (struct ab_native_init_s *in)
 	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
 	if (in->sync_fd < 0)
 		_exit (125);
-	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, fds);
+	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &workspace);
 	if (become_sandbox_root (in, &err) < 0
+	    || (agent = ab_native_agent_mount (in->agent_path, &err)) < 0
 	    || ab_rootfs_capture (in->spec, in->become_root, &rf, &err) < 0
 	    || ab_rootfs_build (in->spec, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);
-	await_go (in->sync_fd, AB_NATIVE_GO_READY, fds);
-	if (fds[0] < 0) {
-		ab_error (&err, 0, AB_E_INTERNAL, "monitor sent no agent");
+	await_go (in->sync_fd, AB_NATIVE_GO_READY, &workspace);
+	if (enter_sandbox (in, &rf, workspace, &err) < 0)
 		init_fail (in->sync_fd, &err);
-	}
-	if (enter_sandbox (in, &rf, fds[1], &err) < 0)
-		init_fail (in->sync_fd, &err);
-	syscall (__NR_execveat, fds[0], "", argv, envp, AT_EMPTY_PATH);
+	/* agent is O_CLOEXEC: execveat still runs it (an ELF needs no fd). */
+	syscall (__NR_execveat, agent, "", argv, envp, AT_EMPTY_PATH);
 	ab_error (&err, errno, AB_E_SYSTEM, "execute agentbox-agent");
 	init_fail (in->sync_fd, &err);
 }

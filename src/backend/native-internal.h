@@ -8,6 +8,7 @@
 /* What the sandbox's first process needs, inherited across clone(). */
 struct ab_native_init_s {
 	const struct ab_spec_s *spec;
+	const char *agent_path;
 	int sync_fd;      /* to the monitor: "go" in, an error message out */
 	int door_fd;      /* the sandbox's end of the agent connection */
 	int stdio[3];
@@ -15,17 +16,17 @@ struct ab_native_init_s {
 };
 
 /* The monitor's two go-ahead messages on sync_fd.  GO_MAPS: the id maps are
- * written, start building the root.  GO_READY: the cgroups are joined; it
- * carries the sealed agent copy and, when privileged, the workspace mount,
- * by SCM_RIGHTS.  Splitting them lets the monitor's slow steps (cgroup v1
+ * written, start building the root.  GO_READY: the cgroups are joined; when
+ * privileged it carries the idmapped workspace mount by SCM_RIGHTS.  Splitting them lets the monitor's slow steps (cgroup v1
  * attach, the idmap namespace) overlap with init's mount work. */
 #define AB_NATIVE_GO_MAPS 'm'
 #define AB_NATIVE_GO_READY 'r'
 
 void ab_native_init (struct ab_native_init_s *in) __attribute__ ((noreturn));
 
-/* A sealed, read-only memfd copy of agentbox-agent (runc CVE-2019-5736:
- * nothing in the sandbox can ever write to the binary it runs as PID 1). */
-int ab_native_agent_memfd (ab_error_t *err);
+/* Where agentbox-agent is, and a detached read-only mount of it to
+ * execute (see agent-exe.c). */
+char *ab_native_agent_path (ab_error_t *err);
+int ab_native_agent_mount (const char *path, ab_error_t *err);
 
 #endif

@@ -115,6 +115,13 @@ monitor_fail (struct monitor_s *m, const ab_error_t *err)
 static int
 create_cgroup (struct monitor_s *m, ab_error_t *err)
 {
+	const struct ab_limits_s *l = &m->spec->limits;
+
+	/* No limit asked for: no cgroup.  The pid namespace alone ends every
+	 * process; stats come from rusage.  (On cgroup v1 the attach costs an
+	 * RCU grace period, several ms, which is most of a sandbox's start.) */
+	if (!l->memory_bytes && !l->pids && !l->cpu_millis)
+		return 0;
 	if (ab_cgroup_create (m->id, &m->spec->limits, &m->cgroup, err) == 0)
 		return 0;
 	if (m->spec->limits.explicit_cgroup || geteuid () == 0)
@@ -135,13 +142,14 @@ fail_errno (struct monitor_s *m, ab_error_t *err, const char *what)
 	monitor_fail (m, err);
 }
 
-/* Clone init, write its maps, let it build its root while we join it to
- * the cgroups and prepare the agent copy and the workspace mount. */
+/* Clone init, write its maps, let it build its root while we create its
+ * cgroups, join it to them and prepare the agent copy and the workspace
+ * mount. */
 static void
 start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 {
 	struct ab_idmap_s map;
-	int sync[2], fds[2];
+	int sync[2], ws;
 	char go = AB_NATIVE_GO_MAPS;
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
@@ -162,20 +170,18 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 		monitor_fail (m, err);
 	if (ab_write_all (m->sync_fd, &go, 1) < 0)
 		fail_errno (m, err, "start sandbox");
-	if (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0)
+	/* cgroup v1 create and attach cost milliseconds (memcg allocation, an
+	 * RCU grace period in the attach): done while init builds its root. */
+	if (create_cgroup (m, err) < 0 || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
 		monitor_fail (m, err);
-	fds[0] = ab_native_agent_memfd (err);
-	if (fds[0] < 0)
-		monitor_fail (m, err);
-	fds[1] = workspace_mount (m, &map, err);
-	if (fds[1] < 0 && err->kind != AB_E_NONE)
+	ws = workspace_mount (m, &map, err);
+	if (ws < 0 && err->kind != AB_E_NONE)
 		monitor_fail (m, err);
 	go = AB_NATIVE_GO_READY;
-	if (ab_send_with_fds (m->sync_fd, &go, 1, fds, fds[1] >= 0 ? 2 : 1) < 0)
+	if (ab_send_with_fds (m->sync_fd, &go, 1, &ws, ws >= 0 ? 1 : 0) < 0)
 		fail_errno (m, err, "start sandbox");
-	close (fds[0]);
-	if (fds[1] >= 0)
-		close (fds[1]);
+	if (ws >= 0)
+		close (ws);
 	m->init_pidfd = ab_sys_pidfd_open (m->init_pid, 0);
 }
 
@@ -292,8 +298,6 @@ run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab
 	}
 	setsid (); /* terminal signals meant for the caller must not reach us */
 	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
-	if (create_cgroup (&m, &err) < 0)
-		monitor_fail (&m, &err);
 	start_init (&m, in, &err);
 	release_inherited (in);
 	if (m.init_pidfd < 0) {
@@ -308,9 +312,13 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
                ab_error_t *err)
 {
 	struct ab_native_init_s in = {.spec = spec};
+	cleanup_free char *agent_path = ab_native_agent_path (err);
 	int door[2], mon[2];
 	pid_t pid;
 
+	if (!agent_path)
+		return -1;
+	in.agent_path = agent_path;
 	memset (sb, 0, sizeof *sb);
 	sb->backend = &ab_backend_native;
 	make_id (sb->id);

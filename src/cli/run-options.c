@@ -54,7 +54,7 @@ static const char run_usage[] =
 	"  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
 	"  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
 	"  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
-	"  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024)\n"
+	"  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
 	"  --timeout DURATION  --kill-grace DURATION (5s)\n"
 	"  --network none  --hostname NAME  --backend auto|native\n"
 	"  --json-result FILE  -t, --tty | --no-tty\n";
@@ -196,6 +196,13 @@ set_string (char **slot, const char *value)
 	return 0;
 }
 
+/* "0" or "unlimited" lifts a default limit. */
+static bool
+is_unlimited (const char *arg)
+{
+	return strcmp (arg, "0") == 0 || strcmp (arg, "unlimited") == 0;
+}
+
 static int
 parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
 {
@@ -203,9 +210,13 @@ parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
 	switch (opt) {
 	case OPT_MEMORY:
 		l->explicit_cgroup = true;
+		if (is_unlimited (arg))
+			return (l->memory_bytes = 0);
 		return ab_parse_size (arg, &l->memory_bytes, err) < 0 ? ab_error_wrap (err, "--memory") : 0;
 	case OPT_PIDS:
 		l->explicit_cgroup = true;
+		if (is_unlimited (arg))
+			return (int) (l->pids = 0);
 		return ab_parse_uint (arg, 1, 4194304, &l->pids, err) < 0 ? ab_error_wrap (err, "--pids") : 0;
 	case OPT_CPUS:
 		l->explicit_cgroup = true;
