@@ -12,7 +12,9 @@
  * it or read its memory, environment or fds. */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@ struct agent_s {
 	int door;
 	int sigfd;
 	int timerfd;
+	int egress; /* listener on 127.0.0.1:PORT for --network proxy, or -1 */
 	struct ab_child_s child;
 	bool timed_out;
 	bool in_grace;
@@ -73,6 +76,39 @@ loopback_up (void)
 		ioctl (s, SIOCSIFFLAGS, &ifr);
 	}
 	close (s);
+}
+
+/* The sandbox's only way out (--network proxy): a listener on its own
+ * loopback; every accepted connection is handed to the host over the door
+ * (SCM_RIGHTS), where the egress policy decides what it may reach. */
+static int
+egress_listen (uint16_t port, ab_error_t *err)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons (port),
+	                          .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+	int one = 1;
+	int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "egress listener socket");
+	setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind (fd, (struct sockaddr *) &sin, sizeof sin) < 0 || listen (fd, 256) < 0) {
+		close (fd);
+		return ab_error (err, errno, AB_E_SYSTEM, "egress listener on 127.0.0.1:%u", port);
+	}
+	return fd;
+}
+
+static void
+on_egress (struct agent_s *a)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	int c;
+
+	while ((c = accept4 (a->egress, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		ab_frame_send (a->door, AB_MSG_EGRESS_CONN, 0, NULL, 0, &c, 1, &err);
+		close (c); /* the host holds it now */
+	}
 }
 
 static int
@@ -185,13 +221,14 @@ on_door (struct agent_s *a)
 static void __attribute__ ((noreturn))
 serve (struct agent_s *a)
 {
-	struct pollfd p[3] = {
+	struct pollfd p[4] = {
 		{.fd = a->door, .events = POLLIN},
 		{.fd = a->sigfd, .events = POLLIN},
 		{.fd = a->timerfd, .events = POLLIN},
+		{.fd = a->egress, .events = POLLIN},
 	};
 	for (;;) {
-		if (poll (p, 3, -1) < 0) {
+		if (poll (p, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			die_silently (1);
@@ -200,21 +237,51 @@ serve (struct agent_s *a)
 			reap (a);
 		if (p[2].revents)
 			on_timer (a);
+		if (p[3].revents)
+			on_egress (a);
 		if (p[0].revents)
 			on_door (a);
 	}
 }
 
 static int
-receive_exec (int door, struct ab_exec_msg_s *req, ab_error_t *err)
+read_port (const struct ab_frame_s *f, uint16_t *port, ab_error_t *err)
+{
+	struct ab_tlv_reader_s r;
+	struct ab_tlv_s t;
+	uint32_t v = 0;
+
+	ab_tlv_reader_init (&r, f->payload, f->length);
+	while (ab_tlv_next (&r, &t, err) > 0)
+		if (t.tag == AB_TAG_PORT && ab_tlv_u32 (&t, &v, err) < 0)
+			return -1;
+	if (v == 0 || v > 65535)
+		return ab_error (err, 0, AB_E_INVALID, "EGRESS_LISTEN without a valid port");
+	*port = (uint16_t) v;
+	return 0;
+}
+
+/* Messages before EXEC set the sandbox up (today: the egress listener). */
+static int
+receive_exec (struct agent_s *a, struct ab_exec_msg_s *req, ab_error_t *err)
 {
 	struct ab_frame_s f;
-	int r = ab_frame_recv (door, &f, NULL, 0, NULL, err);
+	int r;
 
-	if (r == 0)
-		return ab_error (err, 0, AB_E_INVALID, "host closed the connection before EXEC");
-	if (r < 0)
-		return -1;
+	for (;;) {
+		uint16_t port = 0;
+		r = ab_frame_recv (a->door, &f, NULL, 0, NULL, err);
+		if (r == 0)
+			return ab_error (err, 0, AB_E_INVALID, "host closed the connection before EXEC");
+		if (r < 0)
+			return -1;
+		if (f.type != AB_MSG_EGRESS_LISTEN || a->egress >= 0)
+			break;
+		r = read_port (&f, &port, err);
+		ab_frame_free (&f);
+		if (r < 0 || (a->egress = egress_listen (port, err)) < 0)
+			return -1;
+	}
 	if (f.type != AB_MSG_EXEC) {
 		ab_frame_free (&f);
 		return ab_error (err, 0, AB_E_INVALID, "expected EXEC, got message type %u", f.type);
@@ -238,7 +305,7 @@ release_stdio (void)
 int
 main (void)
 {
-	struct agent_s a = {.door = AB_AGENT_DOOR_FD};
+	struct agent_s a = {.door = AB_AGENT_DOOR_FD, .egress = -1};
 	struct ab_exec_msg_s req;
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_tlv_writer_s hello = {0};
@@ -258,7 +325,7 @@ main (void)
 	ab_tlv_writer_free (&hello);
 	if ((a.sigfd = setup_signals (&err)) < 0
 	    || (a.timerfd = timerfd_create (CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0
-	    || receive_exec (a.door, &req, &err) < 0) {
+	    || receive_exec (&a, &req, &err) < 0) {
 		if (err.kind == AB_E_NONE)
 			ab_error (&err, errno, AB_E_SYSTEM, "agent setup");
 		send_error (a.door, &err);

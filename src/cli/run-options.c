@@ -18,7 +18,8 @@
 enum {
 	OPT_WORKSPACE = 256, OPT_NO_WORKSPACE, OPT_ROOTFS, OPT_RO, OPT_RW, OPT_TMPFS, OPT_ENV_FILE,
 	OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILL_GRACE, OPT_NOFILE, OPT_NETWORK,
-	OPT_HOSTNAME, OPT_BACKEND, OPT_JSON_RESULT, OPT_NO_TTY,
+	OPT_HOSTNAME, OPT_BACKEND, OPT_JSON_RESULT, OPT_NO_TTY, OPT_ALLOW_HOST, OPT_DENY_HOST,
+	OPT_ALLOW_CIDR, OPT_POLICY, OPT_AUDIT_LOG,
 };
 
 static const struct option run_options[] = {
@@ -38,6 +39,11 @@ static const struct option run_options[] = {
 	{"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
 	{"nofile", required_argument, NULL, OPT_NOFILE},
 	{"network", required_argument, NULL, OPT_NETWORK},
+	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+	{"deny-host", required_argument, NULL, OPT_DENY_HOST},
+	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+	{"policy", required_argument, NULL, OPT_POLICY},
+	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
 	{"user", required_argument, NULL, 'u'},
 	{"hostname", required_argument, NULL, OPT_HOSTNAME},
 	{"backend", required_argument, NULL, OPT_BACKEND},
@@ -56,7 +62,9 @@ static const char run_usage[] =
 	"  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
 	"  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
 	"  --timeout DURATION  --kill-grace DURATION (5s)\n"
-	"  --network none  --hostname NAME  --backend auto|native\n"
+	"  --network none|proxy  --hostname NAME  --backend auto|native\n"
+	"  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
+	"                        --policy FILE  --audit-log FILE|-\n"
 	"  --json-result FILE  -t, --tty | --no-tty\n";
 
 struct env_builder_s {
@@ -253,10 +261,18 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case 't': spec->tty = AB_TTY_ON; return 0;
 	case OPT_NO_TTY: spec->tty = AB_TTY_OFF; return 0;
 	case OPT_NETWORK:
-		if (strcmp (arg, "none") != 0)
-			return ab_error (err, 0, AB_E_INVALID, "--network %s: only 'none' is supported", arg);
-		spec->network = AB_NETWORK_NONE;
+		if (strcmp (arg, "none") == 0)
+			spec->network = AB_NETWORK_NONE;
+		else if (strcmp (arg, "proxy") == 0)
+			spec->network = AB_NETWORK_PROXY;
+		else
+			return ab_error (err, 0, AB_E_INVALID, "--network %s: expected none or proxy", arg);
 		return 0;
+	case OPT_ALLOW_HOST: ab_strv_push (&spec->egress.allow_hosts, arg); return 0;
+	case OPT_DENY_HOST: ab_strv_push (&spec->egress.deny_hosts, arg); return 0;
+	case OPT_ALLOW_CIDR: ab_strv_push (&spec->egress.allow_cidrs, arg); return 0;
+	case OPT_POLICY: return set_string (&spec->egress.policy_file, arg);
+	case OPT_AUDIT_LOG: return set_string (&spec->egress.audit_log, arg);
 	default: return parse_limit (spec, opt, arg, err);
 	}
 }
@@ -271,6 +287,23 @@ default_env (struct env_builder_s *env)
 	env_set (env, "HOME=/tmp");
 	env_set (env, t);
 	env_set (env, "LANG=C.UTF-8");
+}
+
+/* Tools find the sandbox's only way out through the usual variables, in
+ * both spellings (curl reads the lower-case http_proxy only). */
+static void
+proxy_env (struct env_builder_s *env)
+{
+	static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+	                                   "http_proxy", "https_proxy", "all_proxy"};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		snprintf (buf, sizeof buf, "%s=http://127.0.0.1:%d", vars[i], AB_EGRESS_PORT);
+		env_set (env, buf);
+	}
+	env_set (env, "NO_PROXY=localhost,127.0.0.1,::1");
+	env_set (env, "no_proxy=localhost,127.0.0.1,::1");
 }
 
 /* Host-side checks that give a clear error before anything starts. */
@@ -331,6 +364,11 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 		if (apply_option (spec, &env, opt, optarg, err) < 0)
 			return -1;
 	}
+	if (spec->network == AB_NETWORK_PROXY)
+		proxy_env (&env);
+	else if (spec->egress.allow_hosts || spec->egress.deny_hosts || spec->egress.allow_cidrs
+	         || spec->egress.policy_file || spec->egress.audit_log)
+		return ab_error (err, 0, AB_E_INVALID, "egress options need --network proxy");
 	spec->env = env.v;
 	if (!spec->workspace && strcmp (spec->workdir, AB_WORKSPACE_DIR) == 0)
 		set_string (&spec->workdir, "/");

@@ -18,6 +18,8 @@
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "isolate/rootfs.h"
+#include "policy/egress-policy.h"
+#include "session/egress-relay.h"
 #include "session/run-session.h"
 
 struct stdio_plan_s {
@@ -134,6 +136,12 @@ write_json_result (const char *path, int code, int sig, const struct ab_run_outc
 	return 0;
 }
 
+static void
+submit_egress (void *relay, int fd)
+{
+	ab_egress_relay_submit (relay, fd);
+}
+
 static bool
 want_tty (const struct ab_spec_s *spec)
 {
@@ -156,6 +164,8 @@ run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
 	int code, sig, r;
 	ab_error_t derr = AB_ERROR_INIT;
 
+	ab_egress_relay_t *relay = NULL;
+
 	if (!backend || plan_stdio (tty, &plan, err) < 0)
 		return -1;
 	if (backend->create (spec, plan.sandbox, &sb, err) < 0)
@@ -164,7 +174,15 @@ run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
 		if (plan.close_after_create[i] >= 0)
 			close (plan.close_after_create[i]);
 	build_exec (spec, tty, &exec);
-	r = ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
+	/* Threads only now, after every fork of the sandbox (SECURITY.md 12). */
+	if (spec->network == AB_NETWORK_PROXY && (relay = ab_egress_relay_start (&spec->egress, sb.id, err))) {
+		plan.io.egress_port = AB_EGRESS_PORT;
+		plan.io.egress_conn = submit_egress;
+		plan.io.egress_ctx = relay;
+	}
+	r = spec->network == AB_NETWORK_PROXY && !relay ? -1
+	                                                : ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
+	ab_egress_relay_stop (relay);
 	for (size_t i = 0; i < exec.n_rw_paths; i++)
 		free (exec.rw_paths[i]);
 	free (exec.rw_paths);
@@ -183,6 +201,21 @@ run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
 	return code;
 }
 
+/* A bad policy file or pattern is an error before anything starts. */
+static int
+check_egress (const struct ab_spec_s *spec, ab_error_t *err)
+{
+	struct ab_egress_policy_s *p;
+
+	if (spec->network != AB_NETWORK_PROXY)
+		return 0;
+	p = ab_egress_policy_from_spec (&spec->egress, err);
+	if (!p)
+		return -1;
+	ab_egress_policy_free (p);
+	return 0;
+}
+
 int
 ab_cmd_run (int argc, char **argv)
 {
@@ -196,7 +229,7 @@ ab_cmd_run (int argc, char **argv)
 		ab_spec_free (&spec);
 		return AB_EXIT_FAILED;
 	}
-	code = run_in_sandbox (&spec, &err);
+	code = check_egress (&spec, &err) < 0 ? -1 : run_in_sandbox (&spec, &err);
 	if (code < 0) {
 		ab_cli_report (&err);
 		code = AB_EXIT_FAILED;

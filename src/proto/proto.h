@@ -28,7 +28,8 @@ enum ab_msg_type {
 	AB_MSG_SIGNAL = 4,  /* host -> agent: TAG_SIGNAL, delivered to the command's group */
 	AB_MSG_EXIT = 5,    /* agent -> host: TAG_WAIT_STATUS, TAG_TIMED_OUT, TAG_EXEC_ERRNO */
 	AB_MSG_ERROR = 6,   /* agent -> host: TAG_MESSAGE; the agent could not do what was asked */
-	AB_MSG_RESIZE = 7,  /* host -> agent: TAG_ROWS, TAG_COLS */
+	AB_MSG_EGRESS_LISTEN = 7, /* host -> agent, before EXEC: TAG_PORT; listen on 127.0.0.1 */
+	AB_MSG_EGRESS_CONN = 8,   /* agent -> host: one accepted connection, its fd by SCM_RIGHTS */
 };
 
 enum ab_msg_tag {
@@ -52,6 +53,7 @@ enum ab_msg_tag {
 	AB_TAG_EXEC_ERRNO = 18,
 	AB_TAG_MESSAGE = 19,
 	AB_TAG_LANDLOCK_ABI = 20,
+	AB_TAG_PORT = 21,
 };
 
 struct ab_frame_s {

@@ -139,6 +139,8 @@ on_door (struct relay_s *r, ab_error_t *err)
 	if (n_fds && f.type == AB_MSG_STARTED && r->pty < 0) {
 		r->pty = fds[0];
 		sync_winsize (r);
+	} else if (n_fds && f.type == AB_MSG_EGRESS_CONN && r->io->egress_conn) {
+		r->io->egress_conn (r->io->egress_ctx, fds[0]);
 	} else if (n_fds) {
 		close (fds[0]);
 	}
@@ -247,14 +249,22 @@ ab_run_session (int door, const struct ab_exec_msg_s *exec, struct ab_run_io_s *
 	memset (out, 0, sizeof *out);
 	if ((r.sigfd = block_signals (&old, err)) < 0)
 		return err->kind != AB_E_NONE ? -1 : ab_error (err, errno, AB_E_SYSTEM, "signalfd");
+	if (io->egress_port) {
+		ab_tlv_put_u32 (&w, AB_TAG_PORT, io->egress_port);
+		rc = ab_frame_send (door, AB_MSG_EGRESS_LISTEN, 0, w.buf, w.len, NULL, 0, err);
+		w.len = 0;
+		if (rc < 0)
+			goto out;
+	}
 	ab_exec_msg_encode (&w, exec);
 	rc = ab_frame_send (door, AB_MSG_EXEC, 0, w.buf, w.len, NULL, 0, err);
-	ab_tlv_writer_free (&w);
 	if (rc == 0) {
 		enter_raw_mode (&r);
 		rc = loop (&r, err);
 		leave_raw_mode (&r);
 	}
+out:
+	ab_tlv_writer_free (&w);
 	if (r.pty >= 0)
 		close (r.pty);
 	close (r.sigfd);

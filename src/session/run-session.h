@@ -19,6 +19,11 @@ struct ab_run_io_s {
 	int relay_out;  /* read end: copied to caller's stdout */
 	int relay_err;  /* read end: copied to caller's stderr */
 	bool raw_terminal; /* put the caller's terminal in raw mode for a pty */
+	/* --network proxy: the port the agent listens on inside, and where
+	 * each connection it hands over goes (ownership passes). */
+	uint16_t egress_port;
+	void (*egress_conn) (void *ctx, int fd);
+	void *egress_ctx;
 };
 
 struct ab_run_outcome_s {

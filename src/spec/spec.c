@@ -46,7 +46,23 @@ ab_spec_free (struct ab_spec_s *spec)
 	free (spec->workdir);
 	free (spec->hostname);
 	free (spec->json_result);
+	free_strv (spec->egress.allow_hosts);
+	free_strv (spec->egress.deny_hosts);
+	free_strv (spec->egress.allow_cidrs);
+	free (spec->egress.policy_file);
+	free (spec->egress.audit_log);
 	memset (spec, 0, sizeof *spec);
+}
+
+void
+ab_strv_push (char ***v, const char *s)
+{
+	size_t n = 0;
+	while (*v && (*v)[n])
+		n++;
+	*v = xrealloc (*v, (n + 2) * sizeof **v);
+	(*v)[n] = xstrdup (s);
+	(*v)[n + 1] = NULL;
 }
 
 void

@@ -25,8 +25,18 @@ struct ab_mount_s {
 };
 
 typedef enum {
-	AB_NETWORK_NONE, /* only lo */
+	AB_NETWORK_NONE,  /* only lo */
+	AB_NETWORK_PROXY, /* only lo, plus the egress listener on 127.0.0.1:3128 */
 } ab_network_mode;
+
+#define AB_EGRESS_PORT 3128
+
+/* --network proxy: the sandbox's egress policy, as the user gave it. */
+struct ab_egress_spec_s {
+	char **allow_hosts, **deny_hosts, **allow_cidrs; /* NULL-terminated */
+	char *policy_file;
+	char *audit_log;  /* host path or "-", NULL = none */
+};
 
 typedef enum {
 	AB_TTY_AUTO,
@@ -64,6 +74,7 @@ struct ab_spec_s {
 	gid_t gid;
 	char *hostname;
 	ab_network_mode network;
+	struct ab_egress_spec_s egress;
 	ab_tty_mode tty;
 	struct ab_limits_s limits;
 	char *json_result;      /* path on the host, NULL = off */
@@ -71,6 +82,9 @@ struct ab_spec_s {
 
 void ab_spec_init (struct ab_spec_s *spec);
 void ab_spec_free (struct ab_spec_s *spec);
+/* Append a copy of s to a NULL-terminated vector. */
+void ab_strv_push (char ***v, const char *s);
+
 void ab_spec_add_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *source,
                         const char *destination, uint64_t size);
 
