@@ -11,6 +11,9 @@
 
 /* The connection to the host is always this fd when the agent starts. */
 #define AB_AGENT_DOOR_FD 3
+/* In service mode: a listening unix socket; each accepted connection is a
+ * session (docs/protocol-v2.md).  Absent in one-shot mode. */
+#define AB_AGENT_LISTEN_FD 4
 
 
 struct ab_child_s {

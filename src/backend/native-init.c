@@ -27,29 +27,37 @@ init_fail (int sync_fd, const ab_error_t *err)
 	_exit (125);
 }
 
-/* Place the door at fd 3 and stdio at 0..2; everything else is marked
- * close-on-exec so nothing of the host crosses into the sandbox. */
+/* fd moved out of the way of 0..4 (close-on-exec), or -1 for none. */
+static int
+move_high (int fd)
+{
+	return fd < 0 ? -1 : fcntl (fd, F_DUPFD_CLOEXEC, 10);
+}
+
+/* Place stdio at 0..2, the door at 3 (one-shot) or the listening socket at
+ * 4 (service mode); everything else is marked close-on-exec so nothing of
+ * the host crosses into the sandbox.  Every source is first moved above
+ * the targets so no dup2 overwrites another source. */
 static int
 arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 {
-	int door = fcntl (in->door_fd, F_DUPFD_CLOEXEC, 10);
-	int stdio[3];
+	int src[5] = {-1, -1, -1, move_high (in->door_fd), move_high (in->listen_fd)};
 
-	if (door < 0)
+	if ((in->door_fd >= 0 && src[3] < 0) || (in->listen_fd >= 0 && src[4] < 0))
 		return ab_error (err, errno, AB_E_SYSTEM, "dup");
 	for (int i = 0; i < 3; i++) {
 		/* No stdio given: the sandbox's own /dev/null (we are past pivot). */
-		stdio[i] = in->stdio[i] >= 0 ? fcntl (in->stdio[i], F_DUPFD_CLOEXEC, 10)
-		                             : open ("/dev/null", O_RDWR | O_CLOEXEC);
-		if (stdio[i] < 0)
+		src[i] = in->stdio[i] >= 0 ? move_high (in->stdio[i]) : open ("/dev/null", O_RDWR | O_CLOEXEC);
+		if (src[i] < 0)
 			return ab_error (err, errno, AB_E_SYSTEM, "dup stdio");
 	}
-	for (int i = 0; i < 3; i++)
-		if (dup2 (stdio[i], i) < 0)
-			return ab_error (err, errno, AB_E_SYSTEM, "dup2 stdio");
-	if (dup2 (door, AB_AGENT_DOOR_FD) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "dup2 door");
-	return ab_sys_close_range (AB_AGENT_DOOR_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+	for (int i = 0; i < 5; i++) {
+		if (src[i] < 0)
+			close (i);
+		else if (dup2 (src[i], i) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "dup2 fd %d", i);
+	}
+	return ab_sys_close_range (AB_AGENT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
 /* Wait for the monitor's message `want`; a passed fd (the workspace

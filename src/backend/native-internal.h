@@ -10,7 +10,8 @@ struct ab_native_init_s {
 	const struct ab_spec_s *spec;
 	const char *agent_path;
 	int sync_fd;      /* to the monitor: "go" in, an error message out */
-	int door_fd;      /* the sandbox's end of the agent connection */
+	int door_fd;      /* the sandbox's end of the agent connection, or -1 */
+	int listen_fd;    /* service mode: the agent's listening socket, or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };

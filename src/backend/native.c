@@ -20,7 +20,10 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +138,29 @@ create_cgroup (struct monitor_s *m, ab_error_t *err)
 	return 0;
 }
 
+/* Service mode: the host end of the agent's door is a listening socket at
+ * spec->service_socket, created here (0600) and inherited by the agent as
+ * fd 4; any number of sessions connect to it (docs/protocol-v2.md). */
+static int
+listen_service_socket (const char *path, ab_error_t *err)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct stat st;
+	cleanup_close int fd = -1;
+
+	if (strlen (path) >= sizeof sun.sun_path)
+		return ab_error (err, 0, AB_E_INVALID, "socket path %s is too long", path);
+	strcpy (sun.sun_path, path);
+	/* A stale socket of a sandbox that is gone may be replaced; nothing else. */
+	if (lstat (path, &st) == 0 && (!S_ISSOCK (st.st_mode) || unlink (path) < 0))
+		return ab_error (err, EEXIST, AB_E_CONFLICT, "%s", path);
+	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind (fd, (struct sockaddr *) &sun, sizeof sun) < 0 || chmod (path, 0600) < 0
+	    || listen (fd, 128) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "agent socket %s", path);
+	return steal_fd (&fd);
+}
+
 static void
 fail_errno (struct monitor_s *m, ab_error_t *err, const char *what)
 {
@@ -154,6 +180,9 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
 	in->become_root = map.privileged;
+	if (m->spec->service_socket
+	    && (in->listen_fd = listen_service_socket (m->spec->service_socket, err)) < 0)
+		monitor_fail (m, err);
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
 		fail_errno (m, err, "socketpair");
 	m->init_pid = ab_sys_clone_fork (NAMESPACES);
@@ -198,7 +227,10 @@ release_inherited (struct ab_native_init_s *in)
 		dup3 (null, fd, 0);
 	if (null >= 0)
 		close (null);
-	close (in->door_fd);
+	if (in->door_fd >= 0)
+		close (in->door_fd);
+	if (in->listen_fd >= 0)
+		close (in->listen_fd);
 }
 
 static void
@@ -243,10 +275,47 @@ backstop_ms (const struct ab_spec_s *spec)
 	return t > INT32_MAX ? INT32_MAX : (int) t;
 }
 
+/* Service mode: once init has executed the agent (its sync socket reads
+ * EOF) or failed (it sends why), tell the caller and stop listening to it:
+ * the sandbox now lives on its own until SIGTERM or SHUTDOWN. */
+static void
+report_service_start (struct monitor_s *m)
+{
+	struct ab_native_report_s r = {.ok = 1};
+	struct pollfd p = {.fd = m->sync_fd, .events = POLLIN};
+	ssize_t n = 0;
+
+	if (poll (&p, 1, 10000) == 1)
+		n = recv (m->sync_fd, r.error, sizeof r.error - 1, 0);
+	if (n > 0)
+		r.ok = 0;
+	send (m->mon_fd, &r, sizeof r, MSG_NOSIGNAL);
+	close (m->mon_fd);
+	m->mon_fd = -1;
+}
+
+static int
+termination_signals (void)
+{
+	sigset_t set;
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	sigprocmask (SIG_BLOCK, &set, NULL);
+	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
 static void __attribute__ ((noreturn))
 supervise (struct monitor_s *m)
 {
 	struct pollfd p[2] = {{.fd = m->init_pidfd, .events = POLLIN}, {.fd = m->mon_fd, .events = POLLIN}};
+	bool service = m->spec->service_socket != NULL;
+
+	if (service) {
+		report_service_start (m);
+		p[1].fd = termination_signals (); /* SIGTERM: destroy the sandbox */
+	}
 	ab_error_t err = AB_ERROR_INIT;
 	struct rusage ru = {0};
 	int status = 0, timeout = backstop_ms (m->spec);
@@ -263,7 +332,10 @@ supervise (struct monitor_s *m)
 		}
 		if (p[0].revents)
 			break;
-		if (p[1].revents && recv (m->mon_fd, &c, 1, MSG_DONTWAIT) <= 0) {
+		if (service && p[1].revents) {
+			kill_sandbox (m); /* SIGTERM: destroy */
+			p[1].fd = -1;
+		} else if (p[1].revents && recv (m->mon_fd, &c, 1, MSG_DONTWAIT) <= 0) {
 			kill_sandbox (m); /* the caller is gone */
 			p[1].fd = -1;
 		} else if (p[1].revents) {
@@ -277,7 +349,10 @@ supervise (struct monitor_s *m)
 		waitpid (m->idmap_helper, NULL, 0);
 	if (m->cgroup && ab_cgroup_destroy (m->cgroup, &err) < 0 && m->report.error[0] == '\0')
 		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
-	send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
+	if (service)
+		unlink (m->spec->service_socket);
+	else
+		send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
 	_exit (0);
 }
 
@@ -307,13 +382,52 @@ run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab
 	supervise (&m);
 }
 
+/* Service mode: the monitor must outlive its caller (the daemon may be
+ * restarted), so it is re-parented away from it: the forked child forks
+ * the real monitor and exits at once.  Its pid reaches the caller first. */
+static void
+detach_monitor (int mon_fd)
+{
+	pid_t pid = fork ();
+
+	if (pid < 0)
+		_exit (1);
+	if (pid > 0) {
+		send (mon_fd, &pid, sizeof pid, MSG_NOSIGNAL);
+		_exit (0);
+	}
+}
+
+static int
+await_service_start (struct ab_sandbox_s *sb, ab_error_t *err)
+{
+	struct ab_native_report_s r = {0};
+	int mon = (int) (intptr_t) sb->priv;
+	pid_t monitor = -1;
+	ssize_t n;
+
+	while (waitpid (sb->monitor_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	n = recv (mon, &monitor, sizeof monitor, 0);
+	if (n == (ssize_t) sizeof monitor)
+		n = recv (mon, &r, sizeof r, 0);
+	close (mon);
+	sb->priv = (void *) (intptr_t) -1;
+	sb->monitor_pid = monitor;
+	if (n != (ssize_t) sizeof r)
+		return ab_error (err, 0, AB_E_SYSTEM, "sandbox monitor ended before the sandbox started");
+	if (!r.ok)
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", r.error);
+	return 0;
+}
+
 static int
 native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
                ab_error_t *err)
 {
-	struct ab_native_init_s in = {.spec = spec};
+	struct ab_native_init_s in = {.spec = spec, .door_fd = -1, .listen_fd = -1};
 	cleanup_free char *agent_path = ab_native_agent_path (err);
-	int door[2], mon[2];
+	int door[2] = {-1, -1}, mon[2];
 	pid_t pid;
 
 	if (!agent_path)
@@ -324,7 +438,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	make_id (sb->id);
 	for (int i = 0; i < 3; i++)
 		in.stdio[i] = stdio ? stdio[i] : -1;
-	if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, door) < 0
+	if ((!spec->service_socket && socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, door) < 0)
 	    || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, mon) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
 	in.door_fd = door[1];
@@ -332,15 +446,38 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	if (pid < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "fork monitor");
 	if (pid == 0) {
-		close (door[0]);
+		if (door[0] >= 0)
+			close (door[0]);
 		close (mon[0]);
+		if (spec->service_socket)
+			detach_monitor (mon[1]);
 		run_monitor (spec, sb->id, mon[1], &in);
 	}
-	close (door[1]);
+	if (door[1] >= 0)
+		close (door[1]);
 	close (mon[1]);
 	sb->agent_fd = door[0];
 	sb->monitor_pid = pid;
 	sb->priv = (void *) (intptr_t) mon[0];
+	return spec->service_socket ? await_service_start (sb, err) : 0;
+}
+
+/* Service mode: the monitor is not our child; SIGTERM asks it to kill the
+ * sandbox, remove its cgroups and socket, and exit. */
+static int
+service_destroy (struct ab_sandbox_s *sb, ab_error_t *err)
+{
+	cleanup_close int pidfd = ab_sys_pidfd_open (sb->monitor_pid, 0);
+	struct pollfd p;
+
+	if (pidfd < 0)
+		return errno == ESRCH ? 0 : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
+	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
+	p.fd = pidfd;
+	p.events = POLLIN;
+	if (poll (&p, 1, 15000) != 1)
+		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "sandbox monitor did not end");
 	return 0;
 }
 
@@ -348,6 +485,9 @@ static int
 native_kill (struct ab_sandbox_s *sb, ab_error_t *err)
 {
 	char k = 'k';
+
+	if ((int) (intptr_t) sb->priv < 0)
+		return service_destroy (sb, err);
 	if (send ((int) (intptr_t) sb->priv, &k, 1, MSG_NOSIGNAL) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "ask monitor to kill sandbox");
 	return 0;
@@ -360,6 +500,10 @@ native_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_
 	int mon = (int) (intptr_t) sb->priv;
 	ssize_t n;
 
+	if (mon < 0) {
+		memset (ex, 0, sizeof *ex);
+		return service_destroy (sb, err);
+	}
 	if (sb->agent_fd >= 0)
 		close (sb->agent_fd);
 	sb->agent_fd = -1;

@@ -46,6 +46,7 @@ ab_spec_free (struct ab_spec_s *spec)
 	free (spec->workdir);
 	free (spec->hostname);
 	free (spec->json_result);
+	free (spec->service_socket);
 	free_strv (spec->egress.allow_hosts);
 	free_strv (spec->egress.deny_hosts);
 	free_strv (spec->egress.allow_cidrs);
