@@ -2,7 +2,7 @@
 #   make            build/agentbox and build/agentbox-agent
 #   make check      install what is missing, build, run every test
 #   make demo       install what is missing, build, run the demonstration
-#   make bench      startup benchmark against bwrap and unshare (bench/startup)
+#   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec)
 #   make install    copy the binaries to $(PREFIX)/bin
 
 CC      ?= gcc
@@ -23,7 +23,7 @@ endif
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
 HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
-HOST_LIBS := -ljansson -levent_core -lpthread
+HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto
 
 # Host library: every layer except the agent and the CLI's main().
 HOST_DIRS := base policy spec isolate proto net backend session daemon cli
@@ -82,6 +82,11 @@ $(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libagentbox.a
 	@echo "  TEST    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) -lcmocka $(HOST_LIBS)
 
+# Helpers built on the host library (agentctl drives the agent client).
+$(BUILD)/tests/agentctl: tests/helpers/agentctl.c $(BUILD)/libagentbox.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $(filter %.c %.a,$^) $(HOST_LIBS)
+
 $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
@@ -116,6 +121,7 @@ bench:
 	scripts/install-deps build bench
 	$(MAKE) all
 	bench/startup $(BUILD)/agentbox
+	bench/exec $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

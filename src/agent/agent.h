@@ -15,7 +15,6 @@
  * session (docs/protocol-v2.md).  Absent in one-shot mode. */
 #define AB_AGENT_LISTEN_FD 4
 
-
 struct ab_child_s {
 	pid_t pid;
 	int pty_master; /* -1 without a tty */
@@ -23,8 +22,10 @@ struct ab_child_s {
 };
 
 /* Fork the command with every confinement layer applied in the child
- * (ids, capabilities, no_new_privs, Landlock, seccomp, in that order). */
-int ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child,
+ * (ids, capabilities, no_new_privs, Landlock, seccomp, in that order).
+ * stdio: the command's 0, 1, 2 (NULL = the agent's own; ignored with a
+ * tty, where the pty slave is all three). */
+int ab_agent_spawn (const struct ab_exec_msg_s *req, const int *stdio, struct ab_child_s *child,
                     ab_error_t *err);
 
 /* Steps run in the forked child; on failure they return -1 with errno set. */
@@ -34,5 +35,13 @@ int ab_confine_clear_capabilities (void);
 int ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out);
 int ab_confine_seccomp (void);
 int ab_landlock_abi (void);
+
+/* Modes (main.c picks one). */
+void ab_oneshot_run (void) __attribute__ ((noreturn));
+void ab_service_run (int listen_fd) __attribute__ ((noreturn));
+/* Point 0, 1, 2 at /dev/null. */
+void ab_agent_release_stdio (void);
+/* The network namespace starts with lo down. */
+void ab_agent_loopback_up (void);
 
 #endif

@@ -31,11 +31,11 @@ enum spawn_stage {
 };
 
 static const char *const stage_names[] = {
-	[STAGE_SETUP] = "set up the process",  [STAGE_TTY] = "attach the terminal",
+	[STAGE_SETUP] = "set up the process",   [STAGE_TTY] = "attach the terminal",
 	[STAGE_RLIMIT] = "set resource limits", [STAGE_CWD] = "enter the working directory",
-	[STAGE_IDS] = "switch user and group", [STAGE_CAPS] = "drop capabilities",
-	[STAGE_NNP] = "set no_new_privs",      [STAGE_LANDLOCK] = "apply Landlock",
-	[STAGE_SECCOMP] = "apply seccomp",     [STAGE_EXEC] = "execute",
+	[STAGE_IDS] = "switch user and group",  [STAGE_CAPS] = "drop capabilities",
+	[STAGE_NNP] = "set no_new_privs",       [STAGE_LANDLOCK] = "apply Landlock",
+	[STAGE_SECCOMP] = "apply seccomp",      [STAGE_EXEC] = "execute",
 };
 
 struct spawn_failure_s {
@@ -43,10 +43,9 @@ struct spawn_failure_s {
 	int errnum;
 };
 
-static void __attribute__ ((noreturn))
-child_fail (int report_fd, int stage)
+static void __attribute__ ((noreturn)) child_fail (int report_fd, int stage)
 {
-	struct spawn_failure_s f = {.stage = stage, .errnum = errno};
+	struct spawn_failure_s f = { .stage = stage, .errnum = errno };
 	ab_write_all (report_fd, &f, sizeof f);
 	_exit (stage == STAGE_EXEC ? (f.errnum == ENOENT ? 127 : 126) : 125);
 }
@@ -86,7 +85,7 @@ attach_tty (int master)
 static int
 set_rlimits (uint64_t nofile)
 {
-	struct rlimit core = {0, 0}, files;
+	struct rlimit core = { 0, 0 }, files;
 
 	if (setrlimit (RLIMIT_CORE, &core) < 0)
 		return -1;
@@ -114,8 +113,19 @@ enter_cwd (const char *cwd)
 	return 0;
 }
 
+/* The agent keeps 0, 1 and 2 open (on /dev/null), so the fds handed in
+ * are never 0..2 themselves and dup2 cannot clobber one with another. */
+static int
+attach_stdio (const int *stdio)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2 (stdio[fd], fd) < 0)
+			return -1;
+	return 0;
+}
+
 static void __attribute__ ((noreturn))
-run_child (const struct ab_exec_msg_s *req, int master, int report_fd)
+run_child (const struct ab_exec_msg_s *req, int master, const int *stdio, int report_fd)
 {
 	extern char **environ;
 	int abi;
@@ -125,6 +135,8 @@ run_child (const struct ab_exec_msg_s *req, int master, int report_fd)
 		child_fail (report_fd, STAGE_SETUP);
 	if (master >= 0 && attach_tty (master) < 0)
 		child_fail (report_fd, STAGE_TTY);
+	if (master < 0 && stdio && attach_stdio (stdio) < 0)
+		child_fail (report_fd, STAGE_SETUP);
 	if (set_rlimits (req->nofile) < 0)
 		child_fail (report_fd, STAGE_RLIMIT);
 	if (enter_cwd (req->cwd) < 0)
@@ -152,7 +164,8 @@ run_child (const struct ab_exec_msg_s *req, int master, int report_fd)
 static int
 open_pty (const struct ab_exec_msg_s *req, ab_error_t *err)
 {
-	struct winsize ws = {.ws_row = (unsigned short) req->rows, .ws_col = (unsigned short) req->cols};
+	struct winsize ws = { .ws_row = (unsigned short)req->rows,
+		              .ws_col = (unsigned short)req->cols };
 	int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
 
 	if (master < 0)
@@ -167,8 +180,7 @@ open_pty (const struct ab_exec_msg_s *req, ab_error_t *err)
 }
 
 static int
-read_failure (int fd, const struct ab_exec_msg_s *req, struct ab_child_s *child,
-              ab_error_t *err)
+read_failure (int fd, const struct ab_exec_msg_s *req, struct ab_child_s *child, ab_error_t *err)
 {
 	struct spawn_failure_s f;
 	ssize_t n;
@@ -178,8 +190,9 @@ read_failure (int fd, const struct ab_exec_msg_s *req, struct ab_child_s *child,
 	while (n < 0 && errno == EINTR);
 	if (n == 0)
 		return 0; /* execve succeeded and closed the pipe */
-	if (n != (ssize_t) sizeof f || f.stage < STAGE_SETUP || f.stage > STAGE_EXEC)
-		return ab_error (err, 0, AB_E_INTERNAL, "garbled report from the command's process");
+	if (n != (ssize_t)sizeof f || f.stage < STAGE_SETUP || f.stage > STAGE_EXEC)
+		return ab_error (err, 0, AB_E_INTERNAL,
+		                 "garbled report from the command's process");
 	if (f.stage == STAGE_EXEC) {
 		child->exec_errno = f.errnum;
 		return 0;
@@ -191,7 +204,8 @@ read_failure (int fd, const struct ab_exec_msg_s *req, struct ab_child_s *child,
 }
 
 int
-ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child, ab_error_t *err)
+ab_agent_spawn (const struct ab_exec_msg_s *req, const int *stdio, struct ab_child_s *child,
+                ab_error_t *err)
 {
 	int report[2];
 	int r;
@@ -200,20 +214,31 @@ ab_agent_spawn (const struct ab_exec_msg_s *req, struct ab_child_s *child, ab_er
 	child->exec_errno = 0;
 	if (req->tty && (child->pty_master = open_pty (req, err)) < 0)
 		return -1;
-	if (pipe2 (report, O_CLOEXEC) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
+	if (pipe2 (report, O_CLOEXEC) < 0) {
+		int e = errno;
+		if (child->pty_master >= 0)
+			close (child->pty_master);
+		return ab_error (err, e, AB_E_SYSTEM, "pipe");
+	}
 	child->pid = fork ();
 	if (child->pid < 0) {
+		int e = errno;
 		close (report[0]);
 		close (report[1]);
-		return ab_error (err, errno, AB_E_SYSTEM, "fork");
+		if (child->pty_master >= 0)
+			close (child->pty_master);
+		return ab_error (err, e, e == EAGAIN ? AB_E_LIMIT : AB_E_SYSTEM, "fork");
 	}
 	if (child->pid == 0) {
 		close (report[0]);
-		run_child (req, child->pty_master, report[1]);
+		run_child (req, child->pty_master, stdio, report[1]);
 	}
 	close (report[1]);
 	r = read_failure (report[0], req, child, err);
 	close (report[0]);
+	if (r < 0 && child->pty_master >= 0) {
+		close (child->pty_master);
+		child->pty_master = -1;
+	}
 	return r;
 }

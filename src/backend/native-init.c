@@ -60,8 +60,8 @@ arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 	return ab_sys_close_range (AB_AGENT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 }
 
-/* Wait for the monitor's message `want`; a passed fd (the workspace
- * mount) lands in *fd, else -1. */
+/* Wait for the monitor's message `want`; a passed fd (a mount) lands in
+ * *fd, else -1. */
 static void
 await_go (int sync_fd, char want, int *fd)
 {
@@ -83,13 +83,27 @@ become_sandbox_root (struct ab_native_init_s *in, ab_error_t *err)
 	return 0;
 }
 
+/* When privileged, the monitor sends the idmapped workspace and bind
+ * mounts after GO_READY, one fd per message, in spec order. */
+static void
+receive_binds (struct ab_native_init_s *in, struct ab_rootfs_s *rf)
+{
+	if (!in->become_root)
+		return;
+	if (in->spec->workspace)
+		await_go (in->sync_fd, AB_NATIVE_GO_MOUNT, &rf->workspace_fd);
+	for (size_t i = 0; i < in->spec->n_mounts; i++)
+		if (in->spec->mounts[i].kind != AB_MOUNT_TMPFS)
+			await_go (in->sync_fd, AB_NATIVE_GO_MOUNT, &rf->mount_fds[i]);
+}
+
 static int
-enter_sandbox (struct ab_native_init_s *in, struct ab_rootfs_s *rf, int workspace_fd, ab_error_t *err)
+enter_sandbox (struct ab_native_init_s *in, struct ab_rootfs_s *rf, ab_error_t *err)
 {
 	/* Joined after the monitor moved us into our cgroups: they become "/". */
 	if (unshare (CLONE_NEWCGROUP) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "unshare cgroup namespace");
-	if (ab_rootfs_finish (in->spec, rf, workspace_fd, err) < 0)
+	if (ab_rootfs_finish (in->spec, rf, err) < 0)
 		return ab_error_wrap (err, "build the sandbox root");
 	if (sethostname (in->spec->hostname, strlen (in->spec->hostname)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
@@ -105,7 +119,7 @@ ab_native_init (struct ab_native_init_s *in)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_rootfs_s rf;
-	int agent, workspace;
+	int agent, none;
 	char *const argv[] = {(char *) "agentbox-agent", NULL};
 	char *const envp[] = {NULL};
 
@@ -114,14 +128,15 @@ ab_native_init (struct ab_native_init_s *in)
 	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
 	if (in->sync_fd < 0)
 		_exit (125);
-	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &workspace);
+	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &none);
 	if (become_sandbox_root (in, &err) < 0
 	    || (agent = ab_native_agent_mount (in->agent_path, &err)) < 0
 	    || ab_rootfs_capture (in->spec, in->become_root, &rf, &err) < 0
 	    || ab_rootfs_build (in->spec, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);
-	await_go (in->sync_fd, AB_NATIVE_GO_READY, &workspace);
-	if (enter_sandbox (in, &rf, workspace, &err) < 0)
+	await_go (in->sync_fd, AB_NATIVE_GO_READY, &none);
+	receive_binds (in, &rf);
+	if (enter_sandbox (in, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);
 	/* agent is O_CLOEXEC: execveat still runs it (an ELF needs no fd). */
 	syscall (__NR_execveat, agent, "", argv, envp, AT_EMPTY_PATH);

@@ -16,12 +16,15 @@ struct ab_native_init_s {
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };
 
-/* The monitor's two go-ahead messages on sync_fd.  GO_MAPS: the id maps are
- * written, start building the root.  GO_READY: the cgroups are joined; when
- * privileged it carries the idmapped workspace mount by SCM_RIGHTS.  Splitting them lets the monitor's slow steps (cgroup v1
- * attach, the idmap namespace) overlap with init's mount work. */
+/* The monitor's go-ahead messages on sync_fd.  GO_MAPS: the id maps are
+ * written, start building the root.  GO_READY: the cgroups are joined.
+ * When privileged, GO_MOUNT messages follow, each carrying one idmapped
+ * mount by SCM_RIGHTS: the workspace, then every bind in spec order.
+ * Splitting them lets the monitor's slow steps (cgroup v1 attach, the
+ * idmap namespaces) overlap with init's mount work. */
 #define AB_NATIVE_GO_MAPS 'm'
 #define AB_NATIVE_GO_READY 'r'
+#define AB_NATIVE_GO_MOUNT 'f'
 
 void ab_native_init (struct ab_native_init_s *in) __attribute__ ((noreturn));
 

@@ -39,6 +39,16 @@
 #define NAMESPACES                                                                          \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 #define BACKSTOP_SLACK_MS 5000
+#define AB_MAX_IDMAPS 8
+
+/* One idmap user namespace per distinct owner of the bound directories. */
+struct idmap_cache_s {
+	uid_t uid[AB_MAX_IDMAPS];
+	gid_t gid[AB_MAX_IDMAPS];
+	int fd[AB_MAX_IDMAPS];
+	pid_t helper[AB_MAX_IDMAPS];
+	size_t n;
+};
 
 struct monitor_s {
 	const struct ab_spec_s *spec;
@@ -48,7 +58,7 @@ struct monitor_s {
 	int init_pidfd;
 	int sync_fd;
 	ab_cgroup_t *cgroup;
-	pid_t idmap_helper;
+	struct idmap_cache_s idmaps;
 	struct ab_native_report_s report;
 };
 
@@ -62,35 +72,104 @@ make_id (char id[33])
 		snprintf (id + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* Files the sandbox user writes into the workspace appear on the host as
- * owned by the workspace's owner, and the owner's files appear owned by the
- * sandbox user.  Where the filesystem has no idmapped-mount support the
- * plain bind is used (files then belong to the mapped host id). */
 static int
-workspace_mount (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err)
+idmap_for_owner (struct monitor_s *m, const struct stat *st, const struct ab_idmap_s *map,
+                 ab_error_t *err)
 {
-	struct ab_mount_attr_s attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-	struct ab_mount_attr_s plain = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-	cleanup_close int userns = -1, mnt = -1;
-	const struct ab_spec_s *spec = m->spec;
-	struct stat st;
+	struct idmap_cache_s *c = &m->idmaps;
 
-	if (!spec->workspace || !map->privileged)
+	for (size_t i = 0; i < c->n; i++)
+		if (c->uid[i] == st->st_uid && c->gid[i] == st->st_gid)
+			return c->fd[i];
+	if (c->n == AB_MAX_IDMAPS)
+		return ab_error (err, 0, AB_E_LIMIT, "more than %d different owners among the mounts",
+		                 AB_MAX_IDMAPS);
+	c->fd[c->n] = ab_userns_idmap_fd (st->st_uid, st->st_gid, ab_idmap_host_uid (map, m->spec->uid),
+	                                  ab_idmap_host_gid (map, m->spec->gid), &c->helper[c->n], err);
+	if (c->fd[c->n] < 0)
 		return -1;
-	if (stat (spec->workspace, &st) < 0)
-		return ab_error (err, errno, AB_E_INVALID, "workspace %s", spec->workspace);
-	mnt = ab_sys_open_tree (AT_FDCWD, spec->workspace, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	c->uid[c->n] = st->st_uid;
+	c->gid[c->n] = st->st_gid;
+	return c->fd[c->n++];
+}
+
+/* A bind of `path` for the sandbox, made here with host privileges: files
+ * the sandbox user writes appear on the host as owned by the directory's
+ * owner, and the owner's files appear owned by the sandbox user (so a 0700
+ * directory of the caller is usable inside).  Where the filesystem has no
+ * idmapped-mount support the plain bind is used (files then belong to the
+ * mapped host id). */
+static int
+idmapped_bind (struct monitor_s *m, const char *path, bool rw, const struct ab_idmap_s *map,
+               ab_error_t *err)
+{
+	uint64_t flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
+	struct ab_mount_attr_s attr = {.attr_set = flags | MOUNT_ATTR_IDMAP};
+	struct ab_mount_attr_s plain = {.attr_set = flags};
+	cleanup_close int mnt = -1;
+	struct stat st;
+	int userns;
+
+	if (stat (path, &st) < 0)
+		return ab_error (err, errno, AB_E_INVALID, "mount source %s", path);
+	/* Recursive like the plain binds; an idmap applies to the whole tree. */
+	mnt = ab_sys_open_tree (AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (mnt < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "bind workspace %s", spec->workspace);
-	userns = ab_userns_idmap_fd (st.st_uid, st.st_gid, ab_idmap_host_uid (map, spec->uid),
-	                             ab_idmap_host_gid (map, spec->gid), &m->idmap_helper, err);
-	if (userns < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "bind %s", path);
+	if ((userns = idmap_for_owner (m, &st, map, err)) < 0)
 		return -1;
 	attr.userns_fd = (uint64_t) userns;
-	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &attr) < 0
-	    && ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &plain) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "workspace mount attributes");
+	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0
+	    && ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &plain) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "mount attributes of %s", path);
 	return steal_fd (&mnt);
+}
+
+static int
+send_mount (struct monitor_s *m, int fd, ab_error_t *err)
+{
+	char go = AB_NATIVE_GO_MOUNT;
+	int r = ab_send_with_fds (m->sync_fd, &go, 1, &fd, 1);
+
+	close (fd);
+	return r < 0 ? ab_error (err, errno, AB_E_SYSTEM, "hand a mount to the sandbox") : 0;
+}
+
+/* Privileged: the workspace, then every bind, in spec order (init waits
+ * for exactly these). */
+static int
+send_binds (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err)
+{
+	const struct ab_spec_s *spec = m->spec;
+	int fd;
+
+	if (!map->privileged)
+		return 0;
+	if (spec->workspace
+	    && ((fd = idmapped_bind (m, spec->workspace, true, map, err)) < 0 || send_mount (m, fd, err) < 0))
+		return -1;
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct ab_mount_s *mt = &spec->mounts[i];
+		if (mt->kind == AB_MOUNT_TMPFS)
+			continue;
+		fd = idmapped_bind (m, mt->source, mt->kind == AB_MOUNT_RW_BIND, map, err);
+		if (fd < 0 || send_mount (m, fd, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+reap_idmap_helpers (struct monitor_s *m)
+{
+	for (size_t i = 0; i < m->idmaps.n; i++) {
+		if (m->idmaps.helper[i] > 0)
+			waitpid (m->idmaps.helper[i], NULL, 0);
+		if (m->idmaps.fd[i] >= 0)
+			close (m->idmaps.fd[i]);
+		m->idmaps.helper[i] = -1;
+		m->idmaps.fd[i] = -1;
+	}
 }
 
 static void __attribute__ ((noreturn))
@@ -169,13 +248,12 @@ fail_errno (struct monitor_s *m, ab_error_t *err, const char *what)
 }
 
 /* Clone init, write its maps, let it build its root while we create its
- * cgroups, join it to them and prepare the agent copy and the workspace
- * mount. */
+ * cgroups, join it to them and prepare the idmapped mounts. */
 static void
 start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 {
 	struct ab_idmap_s map;
-	int sync[2], ws;
+	int sync[2];
 	char go = AB_NATIVE_GO_MAPS;
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
@@ -203,15 +281,14 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	 * RCU grace period in the attach): done while init builds its root. */
 	if (create_cgroup (m, err) < 0 || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
 		monitor_fail (m, err);
-	ws = workspace_mount (m, &map, err);
-	if (ws < 0 && err->kind != AB_E_NONE)
-		monitor_fail (m, err);
 	go = AB_NATIVE_GO_READY;
-	if (ab_send_with_fds (m->sync_fd, &go, 1, &ws, ws >= 0 ? 1 : 0) < 0)
+	if (ab_write_all (m->sync_fd, &go, 1) < 0)
 		fail_errno (m, err, "start sandbox");
-	if (ws >= 0)
-		close (ws);
+	if (send_binds (m, &map, err) < 0)
+		monitor_fail (m, err);
 	m->init_pidfd = ab_sys_pidfd_open (m->init_pid, 0);
+	/* Off the sandbox's critical path now. */
+	reap_idmap_helpers (m);
 }
 
 /* Drop every host fd the sandbox does not need us to hold: a relay pipe
@@ -345,8 +422,7 @@ supervise (struct monitor_s *m)
 	while (wait4 (m->init_pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	collect (m, status, &ru);
-	if (m->idmap_helper > 0)
-		waitpid (m->idmap_helper, NULL, 0);
+	reap_idmap_helpers (m);
 	if (m->cgroup && ab_cgroup_destroy (m->cgroup, &err) < 0 && m->report.error[0] == '\0')
 		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
 	if (service)

@@ -16,6 +16,12 @@ int ab_cmd_doctor (int argc, char **argv);
 /* `agentbox egress-proxy serve ...` / `t3-egress-proxy serve ...`: argv[0]
  * is the command, argv[1] "serve"; progname prefixes usage and messages. */
 int ab_cmd_egress_proxy (int argc, char **argv, const char *progname);
+/* `agentbox credential-proxy serve ...` / `t3-credential-proxy serve ...`. */
+int ab_cmd_credential_proxy (int argc, char **argv, const char *progname);
+/* `agentbox preview-bridge <command> ...` / `t3-preview-bridge <command> ...`:
+ * argv[0] is the command, argv[1] the subcommand; progname prefixes usage
+ * and messages. */
+int ab_cmd_preview_bridge (int argc, char **argv, const char *progname);
 
 /* Parse `run` options into spec (argv[optind..] is the command). */
 int ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err);

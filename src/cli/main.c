@@ -3,13 +3,31 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
+#include "daemon/daemon.h"
 
 static const char usage[] =
 	"usage: agentbox <command> [OPTIONS]\n"
 	"\n"
 	"commands:\n"
 	"  run [OPTIONS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see agentbox run --help)\n"
-	"  doctor [--json]                  what this host can do, and which backend auto picks\n";
+	"  doctor [--json]                  what this host can do, and which backend auto picks\n"
+	"  serve [OPTIONS]                  the daemon: sandboxes that stay up, behind a REST API\n"
+	"  create [RUN OPTIONS] [--ttl D] [--label K=V]   start a sandbox in the daemon; prints its id\n"
+	"  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
+	"  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
+	"  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n";
+
+/* The daemon and its clients (cli/client.h). */
+static const struct {
+	const char *name;
+	int (*fn) (int argc, char **argv);
+} daemon_commands[] = {
+	{"serve", ab_cmd_serve},     {"create", ab_cmd_create}, {"exec", ab_cmd_exec},
+	{"cp", ab_cmd_cp},           {"ls", ab_cmd_ls},         {"ps", ab_cmd_ps},
+	{"inspect", ab_cmd_inspect}, {"rm", ab_cmd_rm},
+	{"__create-sandbox", ab_daemon_create_child_main},
+};
 
 void
 ab_cli_report (const ab_error_t *err)
@@ -26,6 +44,13 @@ ab_cli_report (const ab_error_t *err)
 int
 main (int argc, char **argv)
 {
+	const char *base = argc > 0 && argv[0] != NULL ? strrchr (argv[0], '/') : NULL;
+
+	base = base ? base + 1 : (argc > 0 && argv[0] != NULL ? argv[0] : "");
+	if (strcmp (base, "t3-preview-bridge") == 0)
+		return ab_cmd_preview_bridge (argc, argv, "t3-preview-bridge");
+	if (strcmp (base, "t3-credential-proxy") == 0)
+		return ab_cmd_credential_proxy (argc, argv, "t3-credential-proxy");
 	if (argc < 2) {
 		fputs (usage, stderr);
 		return 125;
@@ -34,6 +59,15 @@ main (int argc, char **argv)
 		return ab_cmd_run (argc - 1, argv + 1);
 	if (strcmp (argv[1], "doctor") == 0)
 		return ab_cmd_doctor (argc - 1, argv + 1);
+	if (strcmp (argv[1], "preview-bridge") == 0)
+		return ab_cmd_preview_bridge (argc - 1, argv + 1, "agentbox preview-bridge");
+	if (strcmp (argv[1], "egress-proxy") == 0)
+		return ab_cmd_egress_proxy (argc - 1, argv + 1, "agentbox egress-proxy");
+	if (strcmp (argv[1], "credential-proxy") == 0)
+		return ab_cmd_credential_proxy (argc - 1, argv + 1, "agentbox credential-proxy");
+	for (size_t i = 0; i < sizeof daemon_commands / sizeof *daemon_commands; i++)
+		if (strcmp (argv[1], daemon_commands[i].name) == 0)
+			return daemon_commands[i].fn (argc - 1, argv + 1);
 	if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0) {
 		fputs (usage, stdout);
 		return 0;

@@ -115,12 +115,13 @@ capture_image_root (struct ab_rootfs_s *rf, const char *dir, ab_error_t *err)
 }
 
 static int
-capture_mounts (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
+capture_mounts (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs_s *rf,
+                ab_error_t *err)
 {
 	rf->mount_fds = xmalloc ((spec->n_mounts + 1) * sizeof *rf->mount_fds);
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		rf->mount_fds[i] = -1;
-	for (size_t i = 0; i < spec->n_mounts; i++) {
+	for (size_t i = 0; i < spec->n_mounts && !binds_later; i++) {
 		const struct ab_mount_s *m = &spec->mounts[i];
 		if (m->kind == AB_MOUNT_TMPFS)
 			continue;
@@ -133,21 +134,21 @@ capture_mounts (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t
 }
 
 int
-ab_rootfs_capture (const struct ab_spec_s *spec, bool workspace_later, struct ab_rootfs_s *rf,
+ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs_s *rf,
                    ab_error_t *err)
 {
 	memset (rf, 0, sizeof *rf);
 	rf->workspace_fd = rf->root_fd = -1;
 	for (size_t i = 0; i < AB_DEV_NODES; i++)
 		rf->dev_fds[i] = -1;
-	if (spec->workspace && !workspace_later) {
+	if (spec->workspace && !binds_later) {
 		rf->workspace_fd = ab_mountfd_clone (AT_FDCWD, spec->workspace, RW_ATTRS, err);
 		if (rf->workspace_fd < 0)
 			return ab_error_wrap (err, "workspace");
 	}
 	if ((spec->rootfs ? capture_image_root (rf, spec->rootfs, err) : capture_host_root (rf, err)) < 0)
 		return -1;
-	if (capture_mounts (spec, rf, err) < 0)
+	if (capture_mounts (spec, binds_later, rf, err) < 0)
 		return -1;
 	return ab_dev_capture (rf->dev_fds, err);
 }
@@ -191,6 +192,8 @@ populate_mounts (int root, const struct ab_spec_s *spec, struct ab_rootfs_s *rf,
 		cleanup_close int tmp = -1;
 		int fd = rf->mount_fds[i];
 		struct stat st;
+		if (m->kind != AB_MOUNT_TMPFS && fd < 0)
+			return ab_error (err, 0, AB_E_INTERNAL, "no mount for %s", m->destination);
 		if (m->kind == AB_MOUNT_TMPFS) {
 			char opts[64];
 			if (m->size)
@@ -254,13 +257,10 @@ ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_
 }
 
 int
-ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, int workspace_fd,
-                  ab_error_t *err)
+ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
 {
 	int root = rf->root_fd;
 
-	if (workspace_fd >= 0)
-		rf->workspace_fd = workspace_fd;
 	if (populate_mounts (root, spec, rf, err) < 0)
 		return -1;
 	if (ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,

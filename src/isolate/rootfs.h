@@ -30,16 +30,16 @@ struct ab_rootfs_s {
 	int root_fd;       /* the new root, between build and finish */
 };
 
-/* `workspace_later`: the workspace mount will be handed over by the
- * privileged monitor (idmapped); otherwise spec->workspace is bound here. */
-int ab_rootfs_capture (const struct ab_spec_s *spec, bool workspace_later, struct ab_rootfs_s *rf,
+/* `binds_later`: the workspace and bind mounts will be handed over by the
+ * privileged monitor (idmapped) and stored into rf->workspace_fd and
+ * rf->mount_fds[] before ab_rootfs_finish; otherwise they are bound here. */
+int ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs_s *rf,
                        ab_error_t *err);
 /* Phase one: the tmpfs root with the image or host entries, /dev, /proc, /tmp. */
 int ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
-/* Phase two: the workspace (`workspace_fd`, or the captured one when -1) and
- * the user's mounts, a read-only root, pivot_root. */
-int ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, int workspace_fd,
-                      ab_error_t *err);
+/* Phase two: the workspace and the user's mounts, a read-only root,
+ * pivot_root. */
+int ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
 
 /* In-sandbox paths where the command may write (Landlock allowlist). */
 char **ab_rootfs_rw_paths (const struct ab_spec_s *spec, size_t *n);

@@ -17,7 +17,8 @@
 
 #include "base/error.h"
 
-#define AB_PROTO_VERSION 1
+#define AB_PROTO_VERSION     1 /* one-shot: one EXEC per connection (docs/protocol.md) */
+#define AB_PROTO_VERSION_2   2 /* service mode: many channels (docs/protocol-v2.md) */
 #define AB_PROTO_HEADER_SIZE 12
 #define AB_PROTO_MAX_PAYLOAD (1U << 20)
 
@@ -30,16 +31,50 @@ enum ab_msg_type {
 	AB_MSG_ERROR = 6,   /* agent -> host: TAG_MESSAGE; the agent could not do what was asked */
 	AB_MSG_EGRESS_LISTEN = 7, /* host -> agent, before EXEC: TAG_PORT; listen on 127.0.0.1 */
 	AB_MSG_EGRESS_CONN = 8,   /* agent -> host: one accepted connection, its fd by SCM_RIGHTS */
+
+	/* Version 2 (docs/protocol-v2.md).  Requests carry TAG_REQ_ID and are
+	 * answered by exactly one OK or FAIL (FILE_LIST may answer with several
+	 * OK frames, all but the last with TAG_MORE). */
+	AB_MSG_OK = 10,     /* agent -> host: TAG_REQ_ID, results */
+	AB_MSG_FAIL = 11,   /* agent -> host: TAG_REQ_ID, TAG_CODE, TAG_ERRNO, TAG_MESSAGE */
+	AB_MSG_CONFIG = 12, /* host -> agent: TAG_ROOT..., TAG_RW_PATH..., TAG_NOFILE */
+	/* On channel C != 0; payload raw bytes except EXIT/WINDOW/RESET (TLV). */
+	AB_MSG_DATA = 20,   /* file and port bytes, either way */
+	AB_MSG_STDOUT = 21, /* agent -> host */
+	AB_MSG_STDERR = 22, /* agent -> host */
+	AB_MSG_STDIN = 23,  /* host -> agent, on a process channel */
+	AB_MSG_EOF = 24,    /* no more bytes from the sender in this direction */
+	AB_MSG_WINDOW = 25, /* TAG_BYTES: the receiver grants that many more bytes */
+	AB_MSG_RESET = 26,  /* the channel ends abnormally (TAG_CODE, TAG_MESSAGE), either way */
+	AB_MSG_PROC_START = 30,
+	AB_MSG_PROC_EXIT = 31, /* agent -> host on the process channel */
+	AB_MSG_PROC_SIGNAL = 32,
+	AB_MSG_PROC_RESIZE = 33,
+	AB_MSG_PROC_LIST = 34,
+	AB_MSG_PROC_ATTACH = 35,
+	AB_MSG_PROC_STDIN = 36,       /* by pid: TAG_PID, TAG_DATA */
+	AB_MSG_PROC_CLOSE_STDIN = 37, /* by pid */
+	AB_MSG_FILE_READ = 40,
+	AB_MSG_FILE_WRITE = 41,
+	AB_MSG_FILE_LIST = 42,
+	AB_MSG_FILE_STAT = 43,
+	AB_MSG_FILE_MKDIR = 44,
+	AB_MSG_FILE_REMOVE = 45,
+	AB_MSG_FILE_RENAME = 46,
+	AB_MSG_PORT_OPEN = 50,
+	AB_MSG_EGRESS_OPEN = 51, /* reserved: egress as DATA where fds cannot pass */
+	AB_MSG_SHUTDOWN = 60,
+	AB_MSG_PING = 61,
 };
 
 enum ab_msg_tag {
 	AB_TAG_VERSION = 1,
-	AB_TAG_ARG = 2,         /* repeated, in order */
-	AB_TAG_ENV = 3,         /* repeated KEY=VALUE */
+	AB_TAG_ARG = 2, /* repeated, in order */
+	AB_TAG_ENV = 3, /* repeated KEY=VALUE */
 	AB_TAG_CWD = 4,
 	AB_TAG_UID = 5,
 	AB_TAG_GID = 6,
-	AB_TAG_TTY = 7,         /* u32 0/1 */
+	AB_TAG_TTY = 7, /* u32 0/1 */
 	AB_TAG_ROWS = 8,
 	AB_TAG_COLS = 9,
 	AB_TAG_TIMEOUT_MS = 10, /* u64 */
@@ -54,7 +89,58 @@ enum ab_msg_tag {
 	AB_TAG_MESSAGE = 19,
 	AB_TAG_LANDLOCK_ABI = 20,
 	AB_TAG_PORT = 21,
+	/* Version 2 */
+	AB_TAG_REQ_ID = 30,   /* u32, chosen by the host */
+	AB_TAG_CODE = 31,     /* u32 wire error kind (enum ab_wire_code) */
+	AB_TAG_ERRNO = 32,    /* u32 */
+	AB_TAG_FEATURES = 33, /* u32 bits */
+	AB_TAG_CHANNEL = 34,  /* u32, non-zero, chosen by the host */
+	AB_TAG_STDIN = 35,    /* u32 0/1: the client will write stdin */
+	AB_TAG_PATH = 36,
+	AB_TAG_TO = 37,
+	AB_TAG_MODE = 38,     /* u32 */
+	AB_TAG_SIZE = 39,     /* u64 */
+	AB_TAG_FTYPE = 40,    /* u32 ab_wire_ftype */
+	AB_TAG_MTIME_MS = 41, /* u64 (two's complement of an int64) */
+	AB_TAG_NAME = 42,
+	AB_TAG_ENTRY = 43,      /* nested TLV: NAME FTYPE SIZE MODE MTIME_MS */
+	AB_TAG_PROC = 44,       /* nested TLV: PID ARG... RUNNING TTY WAIT_STATUS ... */
+	AB_TAG_RUNNING = 45,    /* u32 0/1 */
+	AB_TAG_RECURSIVE = 46,  /* u32 0/1 */
+	AB_TAG_BYTES = 47,      /* u32 */
+	AB_TAG_ROOT = 48,       /* repeated: a file-service root */
+	AB_TAG_DATA = 49,       /* raw bytes */
+	AB_TAG_CONFIGURED = 50, /* u32 0/1 */
+	AB_TAG_STARTED_MS = 51, /* u64 Unix ms */
+	AB_TAG_MORE = 52,       /* u32 0/1: more OK frames follow for this REQ_ID */
+	AB_TAG_MAX_ = 53,
 };
+
+/* Error kinds on the wire (TAG_CODE): fixed numbers, mapped to and from
+ * ab_error_kind by table so that reordering the enum never changes the
+ * protocol. */
+enum ab_wire_code {
+	AB_WIRE_SYSTEM = 1,
+	AB_WIRE_INVALID = 2,
+	AB_WIRE_DENIED = 3,
+	AB_WIRE_NOT_FOUND = 4,
+	AB_WIRE_CONFLICT = 5,
+	AB_WIRE_LIMIT = 6,
+	AB_WIRE_INTERNAL = 7,
+};
+
+enum ab_wire_ftype {
+	AB_WIRE_FT_OTHER = 0,
+	AB_WIRE_FT_FILE = 1,
+	AB_WIRE_FT_DIR = 2,
+	AB_WIRE_FT_SYMLINK = 3,
+};
+
+/* Version 2 flow control: bytes in flight per channel and direction. */
+#define AB_PROTO_WINDOW (256U * 1024)
+/* Largest data frame either side sends (a fraction of the window, so
+ * credit returns while a stream flows). */
+#define AB_PROTO_DATA_CHUNK (64U * 1024)
 
 struct ab_frame_s {
 	uint16_t type;

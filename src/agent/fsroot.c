@@ -1,0 +1,219 @@
+/* Confined paths for the file service.  A client path names a file root
+ * (the workspace or a read-write mount, from CONFIG) and a path beneath it;
+ * every lookup is one openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+ * from the root's fd, opened once at CONFIG, before any command ran.  The
+ * kernel then refuses `..` above the root, absolute symlinks and symlinks
+ * that climb out, and /proc magic links, atomically: a symlink swapped in
+ * while a call runs cannot redirect it (the runc CVE-2021-30465 class of
+ * check-then-use races).  Operations then act on the resulting fd or on
+ * (parent fd, last component) without resolving again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <unistd.h>
+
+#include "agent/service.h"
+#include "base/sys.h"
+#include "base/xalloc.h"
+
+#define MAX_COMPONENTS  512
+#define OPENAT2_RETRIES 8
+
+static const struct {
+	int errnum;
+	ab_error_kind kind;
+	const char *why; /* NULL = strerror */
+} errno_kinds[] = {
+	{ EXDEV, AB_E_DENIED, "leads outside its file root" },
+	{ ELOOP, AB_E_DENIED, "symlink loop or link refused" },
+	{ ENOENT, AB_E_NOT_FOUND, NULL },
+	{ ENOTDIR, AB_E_INVALID, NULL },
+	{ EACCES, AB_E_DENIED, NULL },
+	{ EPERM, AB_E_DENIED, NULL },
+	{ EROFS, AB_E_DENIED, NULL },
+	{ EEXIST, AB_E_CONFLICT, NULL },
+	{ ENOTEMPTY, AB_E_CONFLICT, NULL },
+	{ EISDIR, AB_E_CONFLICT, NULL },
+	{ EBUSY, AB_E_CONFLICT, NULL },
+	{ ENOSPC, AB_E_LIMIT, NULL },
+	{ EDQUOT, AB_E_LIMIT, NULL },
+	{ EFBIG, AB_E_LIMIT, NULL },
+	{ EMFILE, AB_E_LIMIT, NULL },
+	{ ENFILE, AB_E_LIMIT, NULL },
+	{ ENAMETOOLONG, AB_E_INVALID, NULL },
+	{ EINVAL, AB_E_INVALID, NULL },
+};
+
+int
+ab_fs_error (ab_error_t *err, int errnum, const char *what, const char *path)
+{
+	for (size_t i = 0; i < sizeof errno_kinds / sizeof *errno_kinds; i++) {
+		if (errno_kinds[i].errnum != errnum)
+			continue;
+		if (errno_kinds[i].why)
+			return ab_error (err, 0, errno_kinds[i].kind, "%s %s: %s", what, path,
+			                 errno_kinds[i].why);
+		return ab_error (err, errnum, errno_kinds[i].kind, "%s %s", what, path);
+	}
+	return ab_error (err, errnum, AB_E_SYSTEM, "%s %s", what, path);
+}
+
+void
+ab_fs_as_user (bool on)
+{
+	/* Group first while still privileged; back to root in reverse. */
+	if (on) {
+		setfsgid (ab_config.file_gid);
+		setfsuid (ab_config.file_uid);
+	} else {
+		setfsuid (0);
+		setfsgid (0);
+	}
+}
+
+/* Split into components, dropping empty ones and "."; NULL with an error
+ * on "..".  comps points into buf. */
+static int
+split (char *buf, char **comps, size_t *n, const char *shown, ab_error_t *err)
+{
+	char *save = NULL;
+
+	*n = 0;
+	for (char *c = strtok_r (buf, "/", &save); c; c = strtok_r (NULL, "/", &save)) {
+		if (strcmp (c, ".") == 0)
+			continue;
+		if (strcmp (c, "..") == 0)
+			return ab_error (err, 0, AB_E_DENIED,
+			                 "%s: `..` is not allowed in file paths", shown);
+		if (*n >= MAX_COMPONENTS)
+			return ab_error (err, 0, AB_E_LIMIT, "%s: too many path components", shown);
+		comps[(*n)++] = c;
+	}
+	return 0;
+}
+
+/* Number of leading components of path that equal root's, or -1. */
+static ssize_t
+root_match (char **comps, size_t n, const char *root)
+{
+	char buf[AB_MSG_MAX_PATH + 1];
+	char *rc[MAX_COMPONENTS];
+	size_t rn;
+	ab_error_t ignored = AB_ERROR_INIT;
+
+	snprintf (buf, sizeof buf, "%s", root);
+	if (split (buf, rc, &rn, root, &ignored) < 0 || rn > n)
+		return -1;
+	for (size_t i = 0; i < rn; i++)
+		if (strcmp (rc[i], comps[i]) != 0)
+			return -1;
+	return (ssize_t)rn;
+}
+
+static char *
+join (char **comps, size_t n)
+{
+	size_t len = 2;
+	char *s, *p;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen (comps[i]) + 1;
+	p = s = xmalloc (len);
+	if (n == 0)
+		return strcpy (s, ".");
+	for (size_t i = 0; i < n; i++)
+		p += sprintf (p, "%s%s", i ? "/" : "", comps[i]);
+	return s;
+}
+
+static int
+pick_root (const char *path, char **comps, size_t n, size_t *skip, ab_error_t *err)
+{
+	ssize_t best_len = -1;
+	int best = -1;
+
+	if (path[0] != '/') {
+		*skip = 0;
+		return 0; /* relative: the first root (the workspace) */
+	}
+	for (size_t i = 0; i < ab_config.n_roots; i++) {
+		ssize_t k = root_match (comps, n, ab_config.roots[i]);
+		if (k > best_len) {
+			best_len = k;
+			best = (int)i;
+		}
+	}
+	if (best < 0)
+		return ab_error (err, 0, AB_E_DENIED, "%s is outside the sandbox's file roots",
+		                 path);
+	*skip = (size_t)best_len;
+	return best;
+}
+
+int
+ab_fspath_parse (const char *path, struct ab_fspath_s *out, ab_error_t *err)
+{
+	char buf[AB_MSG_MAX_PATH + 1];
+	char *comps[MAX_COMPONENTS];
+	size_t n, skip = 0;
+	int root;
+
+	memset (out, 0, sizeof *out);
+	if (!ab_config.configured || ab_config.n_roots == 0)
+		return ab_error (err, 0, AB_E_CONFLICT, "the sandbox has no file roots configured");
+	if (path[0] == '\0')
+		return ab_error (err, 0, AB_E_INVALID, "empty path");
+	if (strlen (path) > AB_MSG_MAX_PATH)
+		return ab_error (err, 0, AB_E_INVALID, "path too long");
+	strcpy (buf, path);
+	if (split (buf, comps, &n, path, err) < 0)
+		return -1;
+	if ((root = pick_root (path, comps, n, &skip, err)) < 0)
+		return -1;
+	out->root_fd = ab_config.root_fds[root];
+	out->rel = join (comps + skip, n - skip);
+	if (n > skip) {
+		out->base = xstrdup (comps[n - 1]);
+		out->dir_rel = join (comps + skip, n - skip - 1);
+	}
+	return 0;
+}
+
+void
+ab_fspath_free (struct ab_fspath_s *p)
+{
+	free (p->rel);
+	free (p->dir_rel);
+	free (p->base);
+	memset (p, 0, sizeof *p);
+}
+
+int
+ab_fs_open (int root_fd, const char *rel, int flags, const char *shown, ab_error_t *err)
+{
+	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	int fd = -1;
+
+	/* EAGAIN: a concurrent rename raced the lookup; the kernel asks to retry. */
+	for (int i = 0; i < OPENAT2_RETRIES; i++) {
+		fd = ab_sys_openat2 (root_fd, rel, (uint64_t)(flags | O_CLOEXEC), resolve);
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	if (fd < 0)
+		return ab_fs_error (err, errno, "open", shown);
+	return fd;
+}
+
+int
+ab_fs_open_parent (const struct ab_fspath_s *p, const char *shown, ab_error_t *err)
+{
+	if (!p->dir_rel || strcmp (p->dir_rel, ".") == 0) {
+		int fd = fcntl (p->root_fd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? ab_error (err, errno, AB_E_LIMIT, "dup") : fd;
+	}
+	return ab_fs_open (p->root_fd, p->dir_rel, O_PATH | O_DIRECTORY, shown, err);
+}

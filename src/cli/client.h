@@ -1,0 +1,60 @@
+/* The CLI's side of the daemon's API: `agentbox create`, `exec`, `cp`,
+ * `ls`, `ps`, `inspect`, `rm` talk HTTP/1.1 to `agentbox serve` over its
+ * unix socket (AGENTBOX_HOST or --host, else the default socket). */
+#ifndef AB_CLI_CLIENT_H
+#define AB_CLI_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "daemon/http-io.h"
+
+int ab_cmd_serve (int argc, char **argv);
+int ab_cmd_create (int argc, char **argv);
+int ab_cmd_exec (int argc, char **argv);
+int ab_cmd_cp (int argc, char **argv);
+int ab_cmd_ls (int argc, char **argv);
+int ab_cmd_ps (int argc, char **argv);
+int ab_cmd_inspect (int argc, char **argv);
+int ab_cmd_rm (int argc, char **argv);
+
+struct ab_client_s {
+	char *socket_path;
+	int fd;
+	struct ab_http_io_s io;
+	int status; /* of the last response */
+};
+
+/* The socket: --host (if given), else $AGENTBOX_HOST, else the default.
+ * "unix://" in front is accepted. */
+char *ab_client_socket (const char *host_opt);
+
+/* Connect; when no daemon listens the error is one line saying how to
+ * start one. */
+int ab_client_open (struct ab_client_s *c, const char *host_opt, ab_error_t *err);
+void ab_client_close (struct ab_client_s *c);
+
+/* Send a request head (+ body when body != NULL; length -1 = chunked
+ * body to follow, written by the caller) and nothing else. */
+int ab_client_send (struct ab_client_s *c, const char *method, const char *path,
+                    const char *content_type, const void *body, long long length,
+                    const char *extra_headers, ab_error_t *err);
+/* Read the response head; c->status is set. */
+int ab_client_head (struct ab_client_s *c, ab_error_t *err);
+/* A >= 400 response's JSON error as an ab_error (kind from its code). */
+int ab_client_fail (struct ab_client_s *c, ab_error_t *err);
+
+/* One JSON call on a fresh connection: the response's JSON (NULL for an
+ * empty body) or NULL with err filled (also for an error status). */
+json_t *ab_client_call (const char *host_opt, const char *method, const char *path, json_t *body,
+                        int *status, ab_error_t *err);
+
+/* Remove "--host SOCKET" / "--host=SOCKET" (before any "--") from argv; returns it. */
+const char *ab_client_take_host (int *argc, char **argv);
+
+/* Percent-encode for a query value. */
+char *ab_client_escape (const char *s);
+
+#endif

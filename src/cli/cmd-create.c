@@ -1,0 +1,105 @@
+/* `agentbox create [run options] [--ttl D] [--label K=V]...`: a sandbox
+ * that stays up, served by the daemon; prints its id.  The options are
+ * `agentbox run`'s, parsed by the same code, with the same defaults (the
+ * current directory as the workspace; --no-workspace for none). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "spec/spec-json.h"
+
+/* Take --ttl and --label (the daemon's own) out of argv. */
+static int
+take_daemon_options (int *argc, char **argv, json_t *req, ab_error_t *err)
+{
+	json_t *labels = json_object ();
+	int o = 1;
+
+	json_object_set_new (req, "labels", labels);
+	for (int i = 1; i < *argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		bool ttl = strcmp (a, "--ttl") == 0, label = strcmp (a, "--label") == 0;
+		if (strcmp (a, "--") == 0) {
+			while (i < *argc)
+				argv[o++] = argv[i++];
+			break;
+		}
+		if ((ttl || label) && i + 1 >= *argc)
+			return ab_error (err, 0, AB_E_INVALID, "missing value for %s", a);
+		if (ttl || label)
+			v = argv[++i];
+		else if (strncmp (a, "--ttl=", 6) == 0)
+			ttl = true, v = a + 6;
+		else if (strncmp (a, "--label=", 8) == 0)
+			label = true, v = a + 8;
+		if (ttl)
+			json_object_set_new (req, "ttl", json_string (v));
+		else if (label) {
+			const char *eq = strchr (v, '=');
+			if (!eq || eq == v)
+				return ab_error (err, 0, AB_E_INVALID,
+				                 "--label %s: expected KEY=VALUE", v);
+			cleanup_free char *k = xstrndup (v, (size_t)(eq - v));
+			json_object_set_new (labels, k, json_string (eq + 1));
+		} else
+			argv[o++] = argv[i];
+	}
+	*argc = o;
+	return 0;
+}
+
+static json_t *
+request_from_args (int argc, char **argv, ab_error_t *err)
+{
+	cleanup_free char **args = xcalloc ((size_t)argc + 2, sizeof *args);
+	struct ab_spec_s spec;
+	json_t *req = json_object (), *s;
+	int n = argc;
+
+	if (take_daemon_options (&n, argv, req, err) < 0) {
+		json_decref (req);
+		return NULL;
+	}
+	/* run's parser wants a command; `true` stands in, and must be all. */
+	memcpy (args, argv, (size_t)n * sizeof *args);
+	args[n] = (char *)"true";
+	ab_spec_init (&spec);
+	if (ab_run_parse_options (n + 1, args, &spec, err) < 0 || spec.argv[1]) {
+		if (spec.argv && spec.argv[1])
+			ab_error (err, 0, AB_E_INVALID,
+			          "create takes no command (use: agentbox exec ID -- CMD)");
+		ab_spec_free (&spec);
+		json_decref (req);
+		return NULL;
+	}
+	s = ab_spec_to_json (&spec, 0);
+	ab_spec_free (&spec);
+	json_object_update (req, s);
+	json_decref (s);
+	return req;
+}
+
+int
+ab_cmd_create (int argc, char **argv)
+{
+	const char *host = ab_client_take_host (&argc, argv);
+	ab_error_t err = AB_ERROR_INIT;
+	json_t *req = request_from_args (argc, argv, &err), *resp;
+
+	if (!req) {
+		ab_cli_report (&err);
+		return AB_EXIT_FAILED;
+	}
+	resp = ab_client_call (host, "POST", "/v1/sandboxes", req, NULL, &err);
+	json_decref (req);
+	if (!resp) {
+		ab_cli_report (&err);
+		return AB_EXIT_FAILED;
+	}
+	printf ("%s\n", json_string_value (json_object_get (resp, "id")));
+	json_decref (resp);
+	return 0;
+}

@@ -1,0 +1,223 @@
+/* The daemon's parts, shared between its files (not a public interface).
+ *
+ *   server.c      accept loop, a thread per connection, auth, dispatch
+ *   router.c      the REST routes: method + path pattern -> handler
+ *   respond.c     requests (query, JSON bodies) and responses (JSON, errors, streams)
+ *   registry.c    the sandboxes this daemon serves; reference counted
+ *   state.c       state files (atomic), loading them after a restart
+ *   lifecycle.c   create, destroy, death, re-adoption of a sandbox
+ *   spawn.c       `agentbox __create-sandbox`: the single-threaded spawner
+ *   housekeeping.c  monitor deaths (pidfds) and TTL expiry
+ *   api-*.c       the handlers
+ *   metrics.c     Prometheus counters and histograms */
+#ifndef AB_DAEMON_DAEMON_INTERNAL_H
+#define AB_DAEMON_DAEMON_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "daemon/daemon.h"
+#include "daemon/http-io.h"
+#include "session/agent-client.h"
+#include "spec/spec.h"
+
+#define AB_BOX_ID_LEN 16
+/* How long a non-streaming call may wait for the agent. */
+#define AB_AGENT_CALL_TIMEOUT_MS 30000
+
+typedef enum {
+	AB_BOX_CREATING,
+	AB_BOX_RUNNING,
+	AB_BOX_DEAD, /* its monitor or agent is gone; cleaned up, kept until DELETE */
+	AB_BOX_DELETING,
+} ab_box_state;
+
+struct ab_box_s {
+	struct ab_box_s *next;
+	char id[AB_BOX_ID_LEN + 1];
+	unsigned refs;      /* under the daemon lock */
+	ab_box_state state; /* under the daemon lock */
+	unsigned n_execs;   /* exec streams in flight, under the daemon lock */
+	char *dead_reason;  /* under the daemon lock */
+	char *dir, *agent_sock, *state_path;
+	struct ab_spec_s spec;                  /* fixed once created */
+	json_t *labels;                         /* fixed once created */
+	int64_t created_ms, expires_ms, ttl_ms; /* Unix ms; expires 0 = never */
+	bool workspace_owned;                   /* the daemon made the workspace under dir */
+	char backend[32];
+	pid_t monitor_pid;
+	uint64_t monitor_start; /* /proc/PID/stat starttime: a reused pid is not ours */
+	int pidfd;
+};
+
+struct ab_daemon_s {
+	const struct ab_daemon_config_s *cfg;
+	char *sandboxes_dir;
+	pthread_mutex_t lock;
+	struct ab_box_s *boxes;
+	unsigned n_boxes, n_conns;
+	int epfd; /* monitors' pidfds */
+	bool has_token;
+	uint8_t token_digest[32];
+	volatile int stopping;
+};
+
+/* --- registry.c --- */
+int ab_registry_add (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+/* A reference to the sandbox `id`, or NULL (AB_E_NOT_FOUND). */
+struct ab_box_s *ab_registry_get (struct ab_daemon_s *d, const char *id, ab_error_t *err);
+void ab_box_ref (struct ab_daemon_s *d, struct ab_box_s *b);
+void ab_box_unref (struct ab_daemon_s *d, struct ab_box_s *b);
+void ab_registry_remove (struct ab_daemon_s *d, struct ab_box_s *b);
+/* References to every sandbox; release with ab_registry_release. */
+struct ab_box_s **ab_registry_all (struct ab_daemon_s *d, size_t *n);
+void ab_registry_release (struct ab_daemon_s *d, struct ab_box_s **v, size_t n);
+struct ab_box_s *ab_box_new (struct ab_daemon_s *d, const char *id);
+ab_box_state ab_box_get_state (struct ab_daemon_s *d, struct ab_box_s *b);
+const char *ab_box_state_name (ab_box_state s);
+/* Claim one exec stream slot (AB_E_LIMIT when full; AB_E_CONFLICT unless running). */
+int ab_box_exec_begin (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+void ab_box_exec_end (struct ab_daemon_s *d, struct ab_box_s *b);
+void ab_registry_counts (struct ab_daemon_s *d, unsigned counts[4]);
+
+/* --- state.c --- */
+json_t *ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b);
+int ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err);
+int ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+int ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err);
+int ab_rm_rf (const char *path);
+/* The public view for the API. */
+json_t *ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b);
+int64_t ab_now_ms (void);
+uint64_t ab_mono_us (void);
+
+/* --- lifecycle.c --- */
+int ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out,
+                   ab_error_t *err);
+/* Without force, a sandbox with running processes is AB_E_CONFLICT. */
+int ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_t *err);
+/* The monitor is gone (or the agent does not answer): clean up, keep the record. */
+void ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason);
+int ab_daemon_adopt (struct ab_daemon_s *d, ab_error_t *err);
+ab_agent_conn_t *ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+/* pidfd of the monitor if pid really is sandbox `id`'s monitor started at `start`. */
+int ab_monitor_open (pid_t pid, uint64_t start, const char *id, ab_error_t *err);
+uint64_t ab_proc_start_time (pid_t pid);
+
+/* --- spawn.c --- */
+struct ab_spawn_result_s {
+	pid_t monitor_pid;
+	char backend[32];
+};
+int ab_spawn_sandbox (const char *id, const json_t *spec, struct ab_spawn_result_s *out,
+                      ab_error_t *err);
+
+/* --- housekeeping.c --- */
+int ab_housekeeping_start (struct ab_daemon_s *d, ab_error_t *err);
+void ab_housekeeping_watch (struct ab_daemon_s *d, struct ab_box_s *b);
+
+/* --- requests and responses (respond.c) --- */
+#define AB_MAX_PARAMS 3
+struct ab_req_s {
+	struct ab_daemon_s *d;
+	struct ab_http_io_s *io;
+	int fd;
+	const char *method;
+	char *path, *query;
+	char *params[AB_MAX_PARAMS];
+	bool close; /* close the connection after this request */
+	bool responded;
+	bool streaming;
+	bool continue_sent;
+	int status;
+	pthread_mutex_t *write_lock; /* WebSocket: two threads write */
+};
+
+int ab_req_body_json (struct ab_req_s *r, json_t **out, ab_error_t *err);
+/* A query parameter, percent-decoded (NULL if absent; malformed = AB_E_INVALID). */
+char *ab_req_query (struct ab_req_s *r, const char *name, ab_error_t *err);
+/* Every value of a repeated query parameter. */
+char **ab_req_query_all (struct ab_req_s *r, const char *name, ab_error_t *err);
+bool ab_req_query_flag (struct ab_req_s *r, const char *name);
+/* "100 Continue" when the client waits for it (before reading a body). */
+int ab_req_continue (struct ab_req_s *r);
+bool ab_req_peer_gone (struct ab_req_s *r);
+
+int ab_resp_json (struct ab_req_s *r, int status, json_t *body);
+int ab_resp_error (struct ab_req_s *r, const ab_error_t *err);
+int ab_resp_fail (struct ab_req_s *r, int status, const char *code, const char *fmt, ...)
+        __attribute__ ((format (printf, 4, 5)));
+int ab_resp_empty (struct ab_req_s *r, int status);
+int ab_resp_stream_begin (struct ab_req_s *r, int status, const char *content_type);
+int ab_resp_stream (struct ab_req_s *r, const void *buf, size_t len);
+int ab_resp_stream_json (struct ab_req_s *r, json_t *line); /* one NDJSON line; steals */
+int ab_resp_stream_end (struct ab_req_s *r);
+int ab_status_of (const ab_error_t *err);
+
+/* --- router.c --- */
+void ab_route (struct ab_req_s *r);
+
+/* --- handlers --- */
+void ab_api_health (struct ab_req_s *r);
+void ab_api_metrics (struct ab_req_s *r);
+void ab_api_sandbox_create (struct ab_req_s *r);
+void ab_api_sandbox_list (struct ab_req_s *r);
+void ab_api_sandbox_get (struct ab_req_s *r);
+void ab_api_sandbox_delete (struct ab_req_s *r);
+void ab_api_exec (struct ab_req_s *r);
+void ab_api_proc_list (struct ab_req_s *r);
+void ab_api_proc_stdin (struct ab_req_s *r);
+void ab_api_proc_close_stdin (struct ab_req_s *r);
+void ab_api_proc_signal (struct ab_req_s *r);
+void ab_api_proc_resize (struct ab_req_s *r);
+void ab_api_proc_output (struct ab_req_s *r);
+void ab_api_files_get (struct ab_req_s *r);
+void ab_api_files_put (struct ab_req_s *r);
+void ab_api_files_delete (struct ab_req_s *r);
+void ab_api_files_stat (struct ab_req_s *r);
+void ab_api_files_mkdir (struct ab_req_s *r);
+void ab_api_files_move (struct ab_req_s *r);
+void ab_api_exec_ws (struct ab_req_s *r);
+
+/* Shared by the handlers: the sandbox named in the path, running, or an
+ * error response already sent (NULL). */
+struct ab_box_s *ab_api_box (struct ab_req_s *r, bool need_running);
+/* Exec request JSON -> agent process spec (owned strings in *hold). */
+struct ab_exec_req_s {
+	char **argv, **env;
+	char *cwd;
+	struct ab_agent_proc_spec_s ps;
+	bool wait;
+};
+int ab_exec_req_parse (struct ab_box_s *b, const json_t *j, struct ab_exec_req_s *x,
+                       ab_error_t *err);
+void ab_exec_req_free (struct ab_exec_req_s *x);
+int ab_exit_code (const struct ab_agent_exit_s *e);
+json_t *ab_exit_json (const struct ab_agent_exit_s *e);
+int ab_signal_parse (const json_t *v, int *sig, ab_error_t *err);
+/* Events of a followed process until EXIT, as NDJSON lines on a started stream. */
+int ab_exec_stream_events (struct ab_req_s *r, ab_agent_conn_t *c, struct ab_agent_proc_s *p);
+
+/* --- metrics.c --- */
+typedef enum {
+	AB_M_CREATE,     /* sandbox create, seconds */
+	AB_M_EXEC_START, /* exec request to start event */
+	AB_M_REQUEST,    /* every HTTP request */
+	AB_M_N_HIST,
+} ab_metric_hist;
+void ab_metrics_observe (ab_metric_hist h, uint64_t us);
+void ab_metrics_request (int status);
+void ab_metrics_add_bytes (const char *what, uint64_t n);
+void ab_metrics_inc (const char *what);
+char *ab_metrics_render (struct ab_daemon_s *d);
+
+/* --- digest.c --- */
+void ab_sha1 (const void *data, size_t len, uint8_t out[20]);
+void ab_sha256 (const void *data, size_t len, uint8_t out[32]);
+bool ab_digest_equal (const uint8_t *a, const uint8_t *b, size_t n);
+
+#endif

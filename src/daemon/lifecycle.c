@@ -1,0 +1,529 @@
+/* A sandbox's life as the daemon sees it: create (spawner, then the
+ * agent's one-time configuration), destroy (SIGTERM to the monitor, which
+ * kills the sandbox and removes its cgroups and socket; then the state
+ * directory goes), death (the monitor ended on its own) and re-adoption
+ * after a daemon restart. */
+#include "daemon/daemon-internal.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/parse.h"
+#include "base/sys.h"
+#include "base/xalloc.h"
+#include "isolate/cgroup.h"
+#include "isolate/rootfs.h"
+#include "spec/spec-json.h"
+
+#define MONITOR_EXIT_WAIT_MS 15000
+#define ADOPT_PING_MS        5000
+#define MAX_LABELS           64
+#define MAX_LABEL_LEN        256
+
+static void
+make_id (char id[AB_BOX_ID_LEN + 1])
+{
+	unsigned char raw[AB_BOX_ID_LEN / 2];
+	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+		abort (); /* never reuse a predictable id */
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf (id + 2 * i, 3, "%02x", raw[i]);
+}
+
+uint64_t
+ab_proc_start_time (pid_t pid)
+{
+	char path[64], buf[1024];
+	cleanup_close int fd = -1;
+	ssize_t n;
+	char *p;
+	unsigned long long st = 0;
+
+	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open (path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and ')': fields start after the last ')'. */
+	p = strrchr (buf, ')');
+	if (!p
+	    || sscanf (p + 2,
+	               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+	               "%*d %llu",
+	               &st)
+	               != 1)
+		return 0;
+	return st;
+}
+
+/* Is pid the monitor of sandbox id?  Its comm is agentbox-mon and, being a
+ * fork of `agentbox __create-sandbox ID`, its cmdline names the id. */
+static bool
+is_monitor_of (pid_t pid, const char *id)
+{
+	char path[64], buf[256];
+	cleanup_close int fd = -1;
+	ssize_t n;
+
+	snprintf (path, sizeof path, "/proc/%d/comm", (int)pid);
+	fd = open (path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	if (strcmp (buf, "agentbox-mon\n") != 0)
+		return false;
+	close (fd);
+	snprintf (path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	fd = open (path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *arg1 = buf + strlen (buf) + 1;
+	if (arg1 >= buf + n || strcmp (arg1, "__create-sandbox") != 0)
+		return false;
+	const char *arg2 = arg1 + strlen (arg1) + 1;
+	return arg2 < buf + n && strcmp (arg2, id) == 0;
+}
+
+int
+ab_monitor_open (pid_t pid, uint64_t start, const char *id, ab_error_t *err)
+{
+	cleanup_close int fd = -1;
+
+	if (pid <= 0 || ab_proc_start_time (pid) != start || !is_monitor_of (pid, id))
+		return ab_error (err, ESRCH, AB_E_NOT_FOUND, "monitor of sandbox %s", id);
+	fd = ab_sys_pidfd_open (pid, 0);
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_NOT_FOUND, "monitor of sandbox %s", id);
+	/* Checked again through the pidfd's lifetime: had the pid been
+	 * reused between the check and pidfd_open, the start time differs. */
+	if (ab_proc_start_time (pid) != start)
+		return ab_error (err, ESRCH, AB_E_NOT_FOUND, "monitor of sandbox %s", id);
+	return steal_fd (&fd);
+}
+
+/* A monitor we have no pid for (the daemon died while creating). */
+static pid_t
+find_monitor (const char *id)
+{
+	cleanup_dir DIR *dir = opendir ("/proc");
+	struct dirent *e;
+
+	while (dir && (e = readdir (dir)))
+		if (isdigit ((unsigned char)e->d_name[0]) && is_monitor_of (atoi (e->d_name), id))
+			return atoi (e->d_name);
+	return -1;
+}
+
+static int
+stop_monitor (int pidfd, ab_error_t *err)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
+	if (poll (&p, 1, MONITOR_EXIT_WAIT_MS) != 1)
+		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "sandbox monitor did not end");
+	return 0;
+}
+
+ab_agent_conn_t *
+ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	ab_agent_conn_t *c = ab_agent_connect (b->agent_sock, err);
+	(void)d;
+	if (!c)
+		return NULL;
+	ab_agent_set_timeout (c, AB_AGENT_CALL_TIMEOUT_MS);
+	return c;
+}
+
+static int
+configure_agent (struct ab_box_s *b, ab_agent_conn_t *c, ab_error_t *err)
+{
+	cleanup_strv char **roots = NULL;
+	size_t n_rw;
+	cleanup_strv char **rw = ab_rootfs_rw_paths (&b->spec, &n_rw);
+	struct ab_agent_config_s cfg = { .nofile = b->spec.limits.nofile };
+
+	if (b->spec.workspace)
+		ab_strv_push (&roots, AB_WORKSPACE_DIR);
+	for (size_t i = 0; i < b->spec.n_mounts; i++)
+		if (b->spec.mounts[i].kind != AB_MOUNT_RO_BIND)
+			ab_strv_push (&roots, b->spec.mounts[i].destination);
+	if (!roots)
+		roots = xcalloc (1, sizeof *roots);
+	cfg.file_roots = roots;
+	cfg.rw_paths = rw;
+	return ab_agent_configure (c, &cfg, err);
+}
+
+static int
+check_labels (const json_t *labels, ab_error_t *err)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object (labels))
+		return ab_error (err, 0, AB_E_INVALID, "'labels' must be an object of strings");
+	if (json_object_size (labels) > MAX_LABELS)
+		return ab_error (err, 0, AB_E_INVALID, "at most %d labels", MAX_LABELS);
+	json_object_foreach ((json_t *)labels, k, v)
+	{
+		if (!json_is_string (v) || !*k || strlen (k) > MAX_LABEL_LEN || strchr (k, '=')
+		    || json_string_length (v) > MAX_LABEL_LEN)
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "label '%.64s': a name without '=' and a string value, "
+			                 "each at most %d bytes",
+			                 k, MAX_LABEL_LEN);
+	}
+	return 0;
+}
+
+static int
+real_dir (char **slot, const char *what, ab_error_t *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!*slot)
+		return 0;
+	if ((*slot)[0] != '/' || !realpath (*slot, real) || stat (real, &st) < 0)
+		return ab_error (err, errno, AB_E_INVALID,
+		                 "%s '%s' must be an existing absolute host path", what, *slot);
+	if (!S_ISDIR (st.st_mode))
+		return ab_error (err, 0, AB_E_INVALID, "%s '%s' is not a directory", what, *slot);
+	free (*slot);
+	*slot = xstrdup (real);
+	return 0;
+}
+
+/* The request's own keys (ttl, labels) apart from the spec's. */
+static int
+parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
+{
+	json_t *spec = json_deep_copy (req);
+	json_t *ttl = json_object_get (req, "ttl"), *labels = json_object_get (req, "labels");
+	uint64_t ttl_ms = 0;
+	int r = 0;
+
+	json_object_del (spec, "ttl");
+	json_object_del (spec, "labels");
+	b->workspace_owned = !json_object_get (spec, "workspace");
+	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
+		r = -1;
+	else if (labels && check_labels (labels, err) < 0)
+		r = -1;
+	else
+		r = ab_spec_from_json (spec, 0, &b->spec, err);
+	json_decref (spec);
+	if (r < 0)
+		return -1;
+	if (labels) {
+		json_decref (b->labels);
+		b->labels = json_deep_copy (labels);
+	}
+	b->ttl_ms = (int64_t)ttl_ms;
+	return 0;
+}
+
+static int
+check_spec (struct ab_box_s *b, ab_error_t *err)
+{
+	struct ab_spec_s *s = &b->spec;
+	char *argv[] = { (char *)"true", NULL };
+	int r;
+
+	if (s->network != AB_NETWORK_NONE)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "network '%s' is not served by the daemon yet (only none)",
+		                 "proxy");
+	if (b->workspace_owned)
+		s->workspace = xasprintf ("%s/workspace", b->dir);
+	else if (real_dir (&s->workspace, "workspace", err) < 0)
+		return -1;
+	if (!s->workspace && strcmp (s->workdir, AB_WORKSPACE_DIR) == 0) {
+		free (s->workdir);
+		s->workdir = xstrdup ("/");
+	}
+	if (real_dir (&s->rootfs, "rootfs", err) < 0)
+		return -1;
+	for (size_t i = 0; i < s->n_mounts; i++)
+		if (s->mounts[i].source && real_dir (&s->mounts[i].source, "mount source", err) < 0
+		    && (ab_error_clear (err), access (s->mounts[i].source, F_OK) < 0))
+			return ab_error (err, errno, AB_E_INVALID, "mount source '%s'",
+			                 s->mounts[i].source);
+	if (strlen (b->agent_sock) >= sizeof ((struct sockaddr_un *)0)->sun_path)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "state directory path too long for a socket: %s", b->agent_sock);
+	/* The spec's command is the one-shot path's; a service sandbox has none. */
+	s->argv = argv;
+	r = ab_spec_validate (s, err);
+	s->argv = NULL;
+	return r;
+}
+
+/* What the spawner gets: the spec with the service socket, and without
+ * the sandbox-wide timeout (here it is every exec's default instead; the
+ * monitor's backstop would otherwise end the whole sandbox). */
+static json_t *
+spawn_spec (struct ab_box_s *b)
+{
+	uint64_t timeout = b->spec.limits.timeout_ms;
+	json_t *j;
+
+	b->spec.limits.timeout_ms = 0;
+	b->spec.service_socket = b->agent_sock;
+	j = ab_spec_to_json (&b->spec, AB_SPEC_JSON_INTERNAL);
+	b->spec.service_socket = NULL;
+	b->spec.limits.timeout_ms = timeout;
+	return j;
+}
+
+static int
+start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	struct ab_spawn_result_s res;
+	json_t *spec = spawn_spec (b);
+	ab_agent_conn_t *c;
+	int r;
+
+	r = ab_spawn_sandbox (b->id, spec, &res, err);
+	json_decref (spec);
+	if (r < 0)
+		return -1;
+	snprintf (b->backend, sizeof b->backend, "%s", res.backend);
+	b->monitor_pid = res.monitor_pid;
+	b->monitor_start = ab_proc_start_time (res.monitor_pid);
+	b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, b->id, err);
+	if (b->pidfd < 0)
+		return ab_error_wrap (err, "sandbox started but its monitor is gone");
+	c = ab_box_connect (d, b, err);
+	r = c ? configure_agent (b, c, err) : -1;
+	ab_agent_close (c);
+	if (r < 0) {
+		stop_monitor (b->pidfd, &(ab_error_t)AB_ERROR_INIT);
+		return ab_error_wrap (err, "configure the sandbox's agent");
+	}
+	return 0;
+}
+
+static void
+undo_create (struct ab_daemon_s *d, struct ab_box_s *b)
+{
+	ab_rm_rf (b->dir);
+	ab_registry_remove (d, b);
+}
+
+int
+ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, ab_error_t *err)
+{
+	char id[AB_BOX_ID_LEN + 1];
+	struct ab_box_s *b;
+	uint64_t t0 = ab_mono_us ();
+
+	if (!json_is_object (req))
+		return ab_error (err, 0, AB_E_INVALID, "the request body must be a JSON object");
+	make_id (id);
+	b = ab_box_new (d, id);
+	b->state = AB_BOX_CREATING;
+	if (parse_request (b, req, err) < 0 || check_spec (b, err) < 0
+	    || ab_registry_add (d, b, err) < 0) {
+		ab_box_unref (d, b);
+		return -1;
+	}
+	if (mkdir (b->dir, 0700) < 0
+	    || (b->workspace_owned && mkdir (b->spec.workspace, 0755) < 0)) {
+		ab_error (err, errno, AB_E_SYSTEM, "create %s", b->dir);
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
+	b->created_ms = ab_now_ms ();
+	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
+	if (ab_box_save (d, b, err) < 0 || start_sandbox (d, b, err) < 0) {
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
+	pthread_mutex_lock (&d->lock);
+	b->state = AB_BOX_RUNNING;
+	pthread_mutex_unlock (&d->lock);
+	if (ab_box_save (d, b, err) < 0) {
+		stop_monitor (b->pidfd, &(ab_error_t)AB_ERROR_INIT);
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
+	ab_housekeeping_watch (d, b);
+	ab_metrics_observe (AB_M_CREATE, ab_mono_us () - t0);
+	ab_metrics_inc ("sandboxes_created");
+	*out = b;
+	return 0;
+}
+
+static int
+has_running (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	struct ab_agent_proc_info_s *v = NULL;
+	size_t n = 0, running = 0;
+	ab_agent_conn_t *c = ab_box_connect (d, b, err);
+
+	if (!c || ab_agent_proc_list (c, &v, &n, err) < 0) {
+		ab_agent_close (c);
+		return -1;
+	}
+	ab_agent_close (c);
+	for (size_t i = 0; i < n; i++)
+		running += v[i].running;
+	ab_agent_proc_info_free (v, n);
+	return running > 0;
+}
+
+int
+ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_t *err)
+{
+	ab_box_state prev;
+
+	if (!force && ab_box_get_state (d, b) == AB_BOX_RUNNING) {
+		int r = has_running (d, b, err);
+		if (r > 0)
+			return ab_error (
+			        err, 0, AB_E_CONFLICT,
+			        "sandbox %s has running processes (force it: rm -f, or ?force=1)",
+			        b->id);
+		ab_error_clear (err); /* an agent that does not answer is no reason to keep it */
+	}
+	pthread_mutex_lock (&d->lock);
+	prev = b->state;
+	if (prev == AB_BOX_RUNNING || prev == AB_BOX_DEAD)
+		b->state = AB_BOX_DELETING;
+	pthread_mutex_unlock (&d->lock);
+	if (prev != AB_BOX_RUNNING && prev != AB_BOX_DEAD)
+		return ab_error (err, 0, AB_E_CONFLICT, "sandbox %s is %s", b->id,
+		                 ab_box_state_name (prev));
+	if (b->pidfd >= 0 && stop_monitor (b->pidfd, err) < 0) {
+		pthread_mutex_lock (&d->lock);
+		b->state = prev;
+		pthread_mutex_unlock (&d->lock);
+		return -1;
+	}
+	if (ab_rm_rf (b->dir) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "remove %s", b->dir);
+	ab_registry_remove (d, b);
+	ab_metrics_inc ("sandboxes_deleted");
+	return 0;
+}
+
+void
+ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	bool mine;
+
+	pthread_mutex_lock (&d->lock);
+	mine = b->state == AB_BOX_RUNNING || b->state == AB_BOX_CREATING;
+	if (mine) {
+		b->state = AB_BOX_DEAD;
+		free (b->dead_reason);
+		b->dead_reason = xstrdup (reason);
+	}
+	pthread_mutex_unlock (&d->lock);
+	if (!mine)
+		return;
+	/* An agent that no longer answers: its monitor ends it. */
+	if (b->pidfd >= 0)
+		stop_monitor (b->pidfd, &err);
+	unlink (b->agent_sock);
+	if (b->workspace_owned) {
+		cleanup_free char *ws = xasprintf ("%s/workspace", b->dir);
+		ab_rm_rf (ws);
+	}
+	/* A monitor killed with SIGKILL could not remove its cgroups. */
+	ab_cgroup_sweep_stale (&err);
+	ab_box_save (d, b, &err);
+	ab_metrics_inc ("sandboxes_died");
+	fprintf (stderr, "agentbox serve: sandbox %s is dead: %s\n", b->id, reason);
+}
+
+/* One sandbox directory found at startup. */
+static void
+adopt_one (struct ab_daemon_s *d, const char *id)
+{
+	struct ab_box_s *b = ab_box_new (d, id);
+	ab_error_t err = AB_ERROR_INIT;
+	json_error_t je;
+	json_t *j = json_load_file (b->state_path, 0, &je);
+	ab_agent_conn_t *c;
+
+	if (!j)
+		ab_error (&err, 0, AB_E_INVALID, "%s: %s", b->state_path, je.text);
+
+	if (!j || ab_box_from_state_json (b, j, &err) < 0 || b->state == AB_BOX_CREATING) {
+		/* Never finished: whatever started is ended and forgotten. */
+		pid_t pid = find_monitor (id);
+		if (pid > 0)
+			kill (pid, SIGTERM);
+		json_decref (j);
+		ab_rm_rf (b->dir);
+		ab_box_unref (d, b);
+		fprintf (stderr, "agentbox serve: removed unfinished sandbox %s%s%s\n", id,
+		         err.msg[0] ? ": " : "", err.msg);
+		return;
+	}
+	json_decref (j);
+	ab_registry_add (d, b, &err);
+	if (b->state == AB_BOX_DEAD) {
+		ab_box_unref (d, b);
+		return;
+	}
+	b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, id, &err);
+	if (b->pidfd < 0) {
+		ab_box_mark_dead (d, b, "its monitor ended while the daemon was down");
+		ab_box_unref (d, b);
+		return;
+	}
+	c = ab_agent_connect (b->agent_sock, &err);
+	if (c)
+		ab_agent_set_timeout (c, ADOPT_PING_MS);
+	if (!c || ab_agent_ping (c, &err) < 0 || configure_agent (b, c, &err) < 0) {
+		ab_agent_close (c);
+		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
+		ab_box_mark_dead (d, b, why);
+		ab_box_unref (d, b);
+		return;
+	}
+	ab_agent_close (c);
+	ab_housekeeping_watch (d, b);
+	ab_box_unref (d, b);
+}
+
+int
+ab_daemon_adopt (struct ab_daemon_s *d, ab_error_t *err)
+{
+	cleanup_dir DIR *dir = opendir (d->sandboxes_dir);
+	struct dirent *e;
+
+	if (!dir)
+		return ab_error (err, errno, AB_E_SYSTEM, "open %s", d->sandboxes_dir);
+	while ((e = readdir (dir))) {
+		size_t len = strlen (e->d_name);
+		if (len != AB_BOX_ID_LEN || strspn (e->d_name, "0123456789abcdef") != len)
+			continue;
+		adopt_one (d, e->d_name);
+	}
+	return 0;
+}

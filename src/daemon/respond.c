@@ -1,0 +1,356 @@
+/* Requests (query parameters, JSON bodies) and responses (JSON, errors,
+ * chunked streams) of the daemon's API. */
+#include "daemon/daemon-internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+
+static const struct {
+	int status;
+	const char *reason;
+} reasons[] = {
+	{ 100, "Continue" },
+	{ 101, "Switching Protocols" },
+	{ 200, "OK" },
+	{ 201, "Created" },
+	{ 204, "No Content" },
+	{ 400, "Bad Request" },
+	{ 401, "Unauthorized" },
+	{ 403, "Forbidden" },
+	{ 404, "Not Found" },
+	{ 405, "Method Not Allowed" },
+	{ 409, "Conflict" },
+	{ 413, "Content Too Large" },
+	{ 429, "Too Many Requests" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 500, "Internal Server Error" },
+	{ 501, "Not Implemented" },
+	{ 503, "Service Unavailable" },
+	{ 505, "HTTP Version Not Supported" },
+};
+
+static const char *
+reason_of (int status)
+{
+	for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
+		if (reasons[i].status == status)
+			return reasons[i].reason;
+	return "Unknown";
+}
+
+/* STYLE.md's error kinds, as HTTP statuses. */
+int
+ab_status_of (const ab_error_t *err)
+{
+	switch (err->kind) {
+	case AB_E_INVALID: return 400;
+	case AB_E_DENIED: return 403;
+	case AB_E_NOT_FOUND: return 404;
+	case AB_E_CONFLICT: return 409;
+	case AB_E_LIMIT: return err->errnum == E2BIG ? 413 : 429;
+	default: return 500;
+	}
+}
+
+static int
+send_head (struct ab_req_s *r, int status, const char *ctype, long long length, const char *extra)
+{
+	char head[1024];
+	int n = snprintf (head, sizeof head, "HTTP/1.1 %d %s\r\nServer: agentbox\r\n", status,
+	                  reason_of (status));
+
+	if (ctype)
+		n += snprintf (head + n, sizeof head - (size_t)n, "Content-Type: %s\r\n", ctype);
+	if (length >= 0)
+		n += snprintf (head + n, sizeof head - (size_t)n, "Content-Length: %lld\r\n",
+		               length);
+	else if (length == -1)
+		n += snprintf (head + n, sizeof head - (size_t)n, "Transfer-Encoding: chunked\r\n");
+	if (extra)
+		n += snprintf (head + n, sizeof head - (size_t)n, "%s", extra);
+	if (r->close)
+		n += snprintf (head + n, sizeof head - (size_t)n, "Connection: close\r\n");
+	n += snprintf (head + n, sizeof head - (size_t)n, "\r\n");
+	r->responded = true;
+	r->status = status;
+	ab_metrics_request (status);
+	return ab_http_write (r->fd, head, (size_t)n);
+}
+
+static int
+respond (struct ab_req_s *r, int status, const char *ctype, const char *body, size_t len)
+{
+	/* A body we did not read makes the connection unusable for another request. */
+	if (!r->io->body_done)
+		r->close = true;
+	if (send_head (r, status, ctype, (long long)len, NULL) < 0
+	    || (len && strcmp (r->method, "HEAD") != 0 && ab_http_write (r->fd, body, len) < 0)) {
+		r->close = true;
+		return -1;
+	}
+	return 0;
+}
+
+int
+ab_resp_json (struct ab_req_s *r, int status, json_t *body)
+{
+	cleanup_free char *text = json_dumps (body, JSON_COMPACT);
+	cleanup_free char *line = xasprintf ("%s\n", text);
+
+	json_decref (body);
+	return respond (r, status, "application/json", line, strlen (line));
+}
+
+static const char *
+code_of (int status, const ab_error_t *err)
+{
+	switch (status) {
+	case 401: return "unauthorized";
+	case 405: return "method_not_allowed";
+	case 413: return "too_large";
+	case 431: return "head_too_large";
+	case 503: return "unavailable";
+	default: return err ? ab_error_kind_name (err->kind) : "invalid";
+	}
+}
+
+int
+ab_resp_error (struct ab_req_s *r, const ab_error_t *err)
+{
+	int status = ab_status_of (err);
+
+	if (r->responded)
+		return -1;
+	return ab_resp_json (r, status,
+	                     json_pack ("{s:{s:s, s:s}}", "error", "code", code_of (status, err),
+	                                "message", err->msg));
+}
+
+int
+ab_resp_fail (struct ab_req_s *r, int status, const char *code, const char *fmt, ...)
+{
+	char msg[AB_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start (ap, fmt);
+	vsnprintf (msg, sizeof msg, fmt, ap);
+	va_end (ap);
+	if (r->responded)
+		return -1;
+	return ab_resp_json (r, status,
+	                     json_pack ("{s:{s:s, s:s}}", "error", "code",
+	                                code ? code : code_of (status, NULL), "message", msg));
+}
+
+int
+ab_resp_empty (struct ab_req_s *r, int status)
+{
+	if (!r->io->body_done)
+		r->close = true;
+	return send_head (r, status, NULL, status == 204 ? -2 : 0, NULL);
+}
+
+int
+ab_resp_stream_begin (struct ab_req_s *r, int status, const char *ctype)
+{
+	if (!r->io->body_done)
+		r->close = true;
+	r->streaming = true;
+	return send_head (r, status, ctype, -1,
+	                  "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+}
+
+int
+ab_resp_stream (struct ab_req_s *r, const void *buf, size_t len)
+{
+	if (ab_http_write_chunk (r->fd, buf, len) < 0) {
+		r->close = true;
+		return -1;
+	}
+	return 0;
+}
+
+int
+ab_resp_stream_json (struct ab_req_s *r, json_t *line)
+{
+	char *text = json_dumps (line, JSON_COMPACT);
+	size_t n = strlen (text);
+	int rc;
+
+	json_decref (line);
+	text = xrealloc (text, n + 2);
+	text[n++] = '\n';
+	rc = ab_resp_stream (r, text, n);
+	free (text);
+	return rc;
+}
+
+int
+ab_resp_stream_end (struct ab_req_s *r)
+{
+	if (ab_http_write_last_chunk (r->fd) < 0) {
+		r->close = true;
+		return -1;
+	}
+	return 0;
+}
+
+int
+ab_req_continue (struct ab_req_s *r)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	if (!r->io->head.expect_continue || r->continue_sent || r->io->body_done)
+		return 0;
+	r->continue_sent = true;
+	return ab_http_write (r->fd, cont, sizeof cont - 1);
+}
+
+int
+ab_req_body_json (struct ab_req_s *r, json_t **out, ab_error_t *err)
+{
+	cleanup_free char *body = NULL;
+	json_error_t je;
+	size_t len;
+
+	if (ab_req_continue (r) < 0
+	    || ab_http_io_body_all (r->io, r->d->cfg->max_body, &body, &len, err) < 0)
+		return err->kind ? -1 : ab_error (err, errno, AB_E_SYSTEM, "read request body");
+	if (len == 0) {
+		*out = json_object ();
+		return 0;
+	}
+	/* Duplicate keys are refused: two readers could keep different ones. */
+	*out = json_loadb (body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!*out)
+		return ab_error (err, 0, AB_E_INVALID, "malformed JSON at line %d column %d: %s",
+		                 je.line, je.column, je.text);
+	return 0;
+}
+
+static int
+hexval (char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..len); NULL when malformed or when it holds a NUL. */
+static char *
+pct_decode (const char *s, size_t len)
+{
+	char *out = xmalloc (len + 1), *o = out;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			*o++ = s[i] == '+' ? ' ' : s[i];
+			continue;
+		}
+		int hi = i + 2 < len ? hexval (s[i + 1]) : -1;
+		int lo = i + 2 < len ? hexval (s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free (out);
+			return NULL;
+		}
+		*o++ = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Calls fn for each value of `name`; stops at the first non-zero return. */
+static int
+query_each (struct ab_req_s *r, const char *name, int (*fn) (char *v, void *ctx), void *ctx,
+            ab_error_t *err)
+{
+	const char *p = r->query;
+	size_t nlen = strlen (name);
+
+	while (p && *p) {
+		const char *end = strchrnul (p, '&');
+		const char *eq = memchr (p, '=', (size_t)(end - p));
+		size_t klen = eq ? (size_t)(eq - p) : (size_t)(end - p);
+		if (klen == nlen && memcmp (p, name, nlen) == 0) {
+			char *v = eq ? pct_decode (eq + 1, (size_t)(end - eq - 1)) : xstrdup ("");
+			if (!v)
+				return ab_error (err, 0, AB_E_INVALID,
+				                 "malformed query parameter '%s'", name);
+			int rc = fn (v, ctx);
+			if (rc)
+				return rc;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+static int
+keep_last (char *v, void *ctx)
+{
+	char **slot = ctx;
+	free (*slot);
+	*slot = v;
+	return 0;
+}
+
+char *
+ab_req_query (struct ab_req_s *r, const char *name, ab_error_t *err)
+{
+	char *v = NULL;
+
+	if (query_each (r, name, keep_last, &v, err) < 0) {
+		free (v);
+		return NULL;
+	}
+	return v;
+}
+
+static int
+push (char *v, void *ctx)
+{
+	ab_strv_push (ctx, v);
+	free (v);
+	return 0;
+}
+
+char **
+ab_req_query_all (struct ab_req_s *r, const char *name, ab_error_t *err)
+{
+	char **v = xcalloc (1, sizeof *v);
+
+	if (query_each (r, name, push, &v, err) < 0) {
+		ab_cleanup_strvp (&v);
+		return NULL;
+	}
+	return v;
+}
+
+bool
+ab_req_query_flag (struct ab_req_s *r, const char *name)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	cleanup_free char *v = ab_req_query (r, name, &err);
+
+	return v && (strcmp (v, "1") == 0 || strcmp (v, "true") == 0 || strcmp (v, "") == 0);
+}
+
+/* The client hung up (a streaming handler checks this while the process is
+ * silent, so a vanished client does not pin a thread until it exits). */
+bool
+ab_req_peer_gone (struct ab_req_s *r)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLRDHUP };
+	return poll (&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}

@@ -1,0 +1,494 @@
+/* The daemon's front: the unix socket (0600 in a private directory), the
+ * optional loopback TCP listener with a bearer token, one thread per
+ * connection (the agent client is blocking; no thread ever forks a
+ * sandbox, see spawn.c), and the request loop of each connection. */
+#include "daemon/daemon-internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+
+#define IDLE_TIMEOUT_S 120 /* a keep-alive connection with nothing to say */
+#define SEND_TIMEOUT_S 600 /* a client that reads nothing for this long is dropped */
+#define THREAD_STACK   (1 << 20)
+#define MIN_TOKEN_LEN  16
+
+struct conn_s {
+	struct ab_daemon_s *d;
+	int fd;
+	bool tcp;
+};
+
+void
+ab_daemon_config_init (struct ab_daemon_config_s *c)
+{
+	memset (c, 0, sizeof *c);
+	c->max_sandboxes = 1024;
+	c->max_execs = 64;
+	c->max_connections = 1024;
+	c->max_head = 16 * 1024;
+	c->max_body = 1 << 20;
+	c->max_upload = 8ULL << 30;
+	c->output_cap = 1 << 20;
+}
+
+void
+ab_daemon_config_free (struct ab_daemon_config_s *c)
+{
+	free (c->socket_path);
+	free (c->state_dir);
+	free (c->listen);
+	free (c->token_file);
+}
+
+char *
+ab_daemon_default_socket (void)
+{
+	const char *xdg = getenv ("XDG_RUNTIME_DIR");
+
+	if (geteuid () == 0)
+		return xstrdup ("/run/agentbox/agentbox.sock");
+	if (xdg && xdg[0] == '/')
+		return xasprintf ("%s/agentbox.sock", xdg);
+	return xasprintf ("/tmp/agentbox-%u/agentbox.sock", (unsigned)geteuid ());
+}
+
+char *
+ab_daemon_default_state_dir (void)
+{
+	const char *xdg = getenv ("XDG_STATE_HOME"), *home = getenv ("HOME");
+
+	if (geteuid () == 0)
+		return xstrdup ("/var/lib/agentbox");
+	if (xdg && xdg[0] == '/')
+		return xasprintf ("%s/agentbox", xdg);
+	if (home && home[0] == '/')
+		return xasprintf ("%s/.local/state/agentbox", home);
+	return NULL;
+}
+
+/* mkdir -p with `mode` for what is created; the last component must end
+ * up ours and not writable by anyone else (else another user could swap
+ * our socket or state for theirs). */
+static int
+private_dir (const char *path, mode_t mode, ab_error_t *err)
+{
+	cleanup_free char *p = xstrdup (path);
+	struct stat st;
+
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir (p, 0755) < 0 && errno != EEXIST)
+				return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", p);
+			*s = '/';
+		}
+	if (mkdir (p, mode) < 0 && errno != EEXIST)
+		return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", p);
+	if (lstat (p, &st) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "stat %s", p);
+	if (!S_ISDIR (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022))
+		return ab_error (
+		        err, 0, AB_E_DENIED,
+		        "%s must be a directory owned by uid %u and writable by no one else", p,
+		        (unsigned)geteuid ());
+	return 0;
+}
+
+static int
+listen_unix (const char *path, ab_error_t *err)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	cleanup_free char *dir = xstrdup (path);
+	cleanup_close int fd = -1;
+	char *slash = strrchr (dir, '/');
+	struct stat st;
+	mode_t old;
+	int r;
+
+	if (path[0] != '/' || strlen (path) >= sizeof sun.sun_path)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "--socket %s: an absolute path of at most %zu bytes", path,
+		                 sizeof sun.sun_path - 1);
+	*slash = '\0';
+	if (slash != dir && private_dir (dir, 0700, err) < 0)
+		return -1;
+	strcpy (sun.sun_path, path);
+	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "socket");
+	if (lstat (path, &st) == 0) {
+		if (!S_ISSOCK (st.st_mode))
+			return ab_error (err, EEXIST, AB_E_CONFLICT,
+			                 "%s exists and is not a socket", path);
+		if (connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0)
+			return ab_error (err, 0, AB_E_CONFLICT,
+			                 "another agentbox serve is listening on %s", path);
+		unlink (path); /* a daemon that was killed left it */
+		close (fd);
+		fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	}
+	old = umask (0177); /* 0600 from the first instant, not after a chmod */
+	r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
+	umask (old);
+	if (r < 0 || chmod (path, 0600) < 0 || listen (fd, 512) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
+	return steal_fd (&fd);
+}
+
+/* HOST:PORT with an IPv4 literal or [IPv6]. */
+static int
+parse_listen (const char *spec, struct sockaddr_storage *ss, socklen_t *len, bool *loopback,
+              ab_error_t *err)
+{
+	cleanup_free char *host = xstrdup (spec);
+	char *colon = strrchr (host, ':');
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	char *end;
+	long port;
+
+	memset (ss, 0, sizeof *ss);
+	if (!colon)
+		return ab_error (err, 0, AB_E_INVALID, "--listen %s: expected ADDRESS:PORT", spec);
+	*colon = '\0';
+	port = strtol (colon + 1, &end, 10);
+	if (*end || port < 1 || port > 65535 || colon[1] == '\0')
+		return ab_error (err, 0, AB_E_INVALID, "--listen %s: invalid port", spec);
+	if (host[0] == '[' && colon[-1] == ']') {
+		colon[-1] = '\0';
+		if (inet_pton (AF_INET6, host + 1, &in6->sin6_addr) != 1)
+			return ab_error (err, 0, AB_E_INVALID, "--listen %s: invalid IPv6 address",
+			                 spec);
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons ((uint16_t)port);
+		*loopback = IN6_IS_ADDR_LOOPBACK (&in6->sin6_addr);
+		*len = sizeof *in6;
+		return 0;
+	}
+	/* inet_pton accepts only the canonical dotted quad (SECURITY.md). */
+	if (inet_pton (AF_INET, host, &in4->sin_addr) != 1)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "--listen %s: an IPv4 or [IPv6] address literal", spec);
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons ((uint16_t)port);
+	*loopback = (ntohl (in4->sin_addr.s_addr) >> 24) == 127;
+	*len = sizeof *in4;
+	return 0;
+}
+
+static int
+listen_tcp (const struct ab_daemon_config_s *c, ab_error_t *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	bool loopback = false;
+	cleanup_close int fd = -1;
+	int one = 1;
+
+	if (parse_listen (c->listen, &ss, &len, &loopback, err) < 0)
+		return -1;
+	if (!loopback && !c->listen_any)
+		return ab_error (
+		        err, 0, AB_E_DENIED,
+		        "--listen %s is not a loopback address; the API controls every sandbox: "
+		        "add --listen-non-loopback only behind a firewall and TLS terminator",
+		        c->listen);
+	fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0
+	    || bind (fd, (struct sockaddr *)&ss, len) < 0 || listen (fd, 512) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "--listen %s", c->listen);
+	fprintf (stderr,
+	         "agentbox serve: warning: the API is also on TCP %s%s; every request needs the "
+	         "bearer token from %s\n",
+	         c->listen, loopback ? "" : " (NOT loopback: reachable from the network)",
+	         c->token_file);
+	return steal_fd (&fd);
+}
+
+static int
+load_token (struct ab_daemon_s *d, const char *path, ab_error_t *err)
+{
+	char buf[4096];
+	cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 || fstat (fd, &st) < 0 || (n = read (fd, buf, sizeof buf - 1)) < 0)
+		return ab_error (err, errno, AB_E_INVALID, "--token-file %s", path);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--;
+	if (n < MIN_TOKEN_LEN)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "--token-file %s: the token needs at least %d characters", path,
+		                 MIN_TOKEN_LEN);
+	if (st.st_mode & 077)
+		fprintf (stderr,
+		         "agentbox serve: warning: %s is readable by other users (chmod 600 it)\n",
+		         path);
+	ab_sha256 (buf, (size_t)n, d->token_digest);
+	explicit_bzero (buf, sizeof buf);
+	d->has_token = true;
+	return 0;
+}
+
+/* "Authorization: Bearer TOKEN", compared as SHA-256 digests in constant time. */
+static bool
+authorized (struct ab_daemon_s *d, struct ab_http_io_s *io)
+{
+	static const char scheme[] = "bearer ";
+	uint8_t digest[32];
+	size_t len;
+	const char *v = ab_http_io_field (io, "authorization", &len);
+
+	if (!d->has_token || !v || len <= sizeof scheme - 1
+	    || strncasecmp (v, scheme, sizeof scheme - 1) != 0)
+		return false;
+	ab_sha256 (v + sizeof scheme - 1, len - (sizeof scheme - 1), digest);
+	return ab_digest_equal (digest, d->token_digest, sizeof digest);
+}
+
+static bool
+peer_allowed (int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+
+	/* The socket's mode already says who may connect; this is the second lock. */
+	if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid ();
+}
+
+static void
+error_and_close (int fd, int status, const char *code, const char *msg)
+{
+	char buf[512];
+	char body[256];
+	int n = snprintf (body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n",
+	                  code, msg);
+	int m = snprintf (
+	        buf, sizeof buf,
+	        "HTTP/1.1 %d Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+	        "Connection: close\r\n\r\n%s",
+	        status, n, body);
+	ab_metrics_request (status);
+	ab_http_write (fd, buf, (size_t)m);
+}
+
+static int
+split_target (struct ab_req_s *r, struct ab_http_io_s *io)
+{
+	const char *t = io->head.target;
+	size_t len = io->head.target_len;
+	const char *q = memchr (t, '?', len);
+	size_t plen = q ? (size_t)(q - t) : len;
+
+	if (len == 0 || t[0] != '/' || memchr (t, '%', plen) || memchr (t, '#', len))
+		return -1;
+	r->path = xstrndup (t, plen);
+	r->query = q ? xstrndup (q + 1, len - plen - 1) : NULL;
+	return 0;
+}
+
+/* One request; returns false when the connection must close. */
+static bool
+serve_one (struct conn_s *c, struct ab_http_io_s *io)
+{
+	struct ab_req_s r = { .d = c->d, .io = io, .fd = c->fd };
+	cleanup_free char *method = xstrndup (io->head.method, io->head.method_len);
+	uint64_t t0 = ab_mono_us ();
+
+	r.method = method;
+	r.close = io->head.conn_close || (io->head.version_minor == 0 && !io->head.conn_keep_alive);
+	if (split_target (&r, io) < 0)
+		ab_resp_fail (&r, 400, "invalid", "request target must be an origin-form path");
+	else if (c->tcp && !authorized (c->d, io))
+		ab_resp_fail (&r, 401, "unauthorized", "missing or wrong bearer token");
+	else
+		ab_route (&r);
+	if (!r.responded)
+		ab_resp_fail (&r, 500, "internal", "no response");
+	ab_metrics_observe (AB_M_REQUEST, ab_mono_us () - t0);
+	free (r.path);
+	free (r.query);
+	return !r.close && io->body_done;
+}
+
+static void *
+conn_main (void *arg)
+{
+	struct conn_s *c = arg;
+	struct ab_http_io_s io;
+	struct timeval idle = { .tv_sec = IDLE_TIMEOUT_S }, snd = { .tv_sec = SEND_TIMEOUT_S };
+
+	setsockopt (c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+	setsockopt (c->fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+	ab_http_io_init (&io, c->fd, c->d->cfg->max_head);
+	for (;;) {
+		struct ab_http_error_s e;
+		int rc = ab_http_io_read_request (&io, &e);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			if (e.status)
+				error_and_close (c->fd, e.status,
+				                 e.status == 431 ? "head_too_large" : "invalid",
+				                 e.reason);
+			break;
+		}
+		if (!serve_one (c, &io))
+			break;
+	}
+	ab_http_io_free (&io);
+	close (c->fd);
+	pthread_mutex_lock (&c->d->lock);
+	c->d->n_conns--;
+	pthread_mutex_unlock (&c->d->lock);
+	free (c);
+	return NULL;
+}
+
+static void
+accept_one (struct ab_daemon_s *d, int lfd, bool tcp)
+{
+	int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct conn_s *c;
+	pthread_attr_t attr;
+	pthread_t t;
+	bool full;
+
+	if (fd < 0)
+		return;
+	if (!tcp && !peer_allowed (fd)) {
+		close (fd);
+		return;
+	}
+	pthread_mutex_lock (&d->lock);
+	full = d->n_conns >= d->cfg->max_connections;
+	if (!full)
+		d->n_conns++;
+	pthread_mutex_unlock (&d->lock);
+	if (full) {
+		error_and_close (fd, 503, "unavailable", "too many connections");
+		close (fd);
+		return;
+	}
+	c = xcalloc (1, sizeof *c);
+	*c = (struct conn_s){ .d = d, .fd = fd, .tcp = tcp };
+	pthread_attr_init (&attr);
+	pthread_attr_setstacksize (&attr, THREAD_STACK);
+	pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create (&t, &attr, conn_main, c) != 0) {
+		error_and_close (fd, 503, "unavailable", "cannot start a thread");
+		close (fd);
+		free (c);
+		pthread_mutex_lock (&d->lock);
+		d->n_conns--;
+		pthread_mutex_unlock (&d->lock);
+	}
+	pthread_attr_destroy (&attr);
+}
+
+static int
+lock_state (const char *dir, ab_error_t *err)
+{
+	cleanup_free char *path = xasprintf ("%s/daemon.lock", dir);
+	cleanup_close int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
+	if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+		return ab_error (err, errno, AB_E_CONFLICT, "another agentbox serve uses %s", dir);
+	return steal_fd (&fd);
+}
+
+static int
+setup (struct ab_daemon_s *d, const struct ab_daemon_config_s *c, int *lock_fd, ab_error_t *err)
+{
+	memset (d, 0, sizeof *d);
+	d->cfg = c;
+	pthread_mutex_init (&d->lock, NULL);
+	d->sandboxes_dir = xasprintf ("%s/sandboxes", c->state_dir);
+	d->epfd = epoll_create1 (EPOLL_CLOEXEC);
+	if (d->epfd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "epoll_create1");
+	if (c->state_dir[0] != '/')
+		return ab_error (err, 0, AB_E_INVALID, "--state-dir must be an absolute path");
+	if (private_dir (c->state_dir, 0700, err) < 0
+	    || private_dir (d->sandboxes_dir, 0700, err) < 0)
+		return -1;
+	if ((*lock_fd = lock_state (c->state_dir, err)) < 0)
+		return -1;
+	if (c->listen && (!c->token_file || load_token (d, c->token_file, err) < 0))
+		return err->kind ? -1
+		                 : ab_error (err, 0, AB_E_INVALID, "--listen needs --token-file");
+	return 0;
+}
+
+static int
+signals (void)
+{
+	sigset_t set;
+
+	signal (SIGPIPE, SIG_IGN);
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	/* Blocked before any thread starts, so every thread inherits it. */
+	pthread_sigmask (SIG_BLOCK, &set, NULL);
+	return signalfd (-1, &set, SFD_CLOEXEC);
+}
+
+int
+ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
+{
+	static struct ab_daemon_s d;
+	cleanup_close int lock_fd = -1, ufd = -1, tfd = -1, sfd = -1;
+	struct pollfd p[3];
+
+	if (setup (&d, c, &lock_fd, err) < 0 || ab_daemon_adopt (&d, err) < 0)
+		return -1;
+	if ((ufd = listen_unix (c->socket_path, err)) < 0
+	    || (c->listen && (tfd = listen_tcp (c, err)) < 0))
+		return -1;
+	sfd = signals ();
+	if (ab_housekeeping_start (&d, err) < 0)
+		return -1;
+	fprintf (stderr, "agentbox serve: listening on %s (state in %s, %u sandboxes adopted)\n",
+	         c->socket_path, c->state_dir, d.n_boxes);
+	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = ufd, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = tfd, .events = POLLIN };
+	for (;;) {
+		if (poll (p, 3, -1) < 0 && errno != EINTR)
+			return ab_error (err, errno, AB_E_SYSTEM, "poll");
+		if (p[0].revents)
+			break;
+		if (p[1].revents)
+			accept_one (&d, ufd, false);
+		if (p[2].revents)
+			accept_one (&d, tfd, true);
+	}
+	/* Sandboxes live on; the next daemon adopts them from the state dir. */
+	unlink (c->socket_path);
+	fprintf (stderr, "agentbox serve: stopped; %u sandboxes keep running\n", d.n_boxes);
+	return 0;
+}

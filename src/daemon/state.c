@@ -1,0 +1,185 @@
+/* Sandbox state on disk: <state-dir>/sandboxes/<id>/state.json, written
+ * atomically (temporary file, fsync, rename, fsync of the directory) so a
+ * daemon killed at any instant leaves the old or the new file, never a
+ * torn one. */
+#include "daemon/daemon-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/fd.h"
+#include "base/xalloc.h"
+#include "spec/spec-json.h"
+
+#define STATE_VERSION 1
+
+int64_t
+ab_now_ms (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t
+ab_mono_us (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int
+ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)
+{
+	cleanup_free char *tmp = xasprintf ("%s.tmp", path);
+	cleanup_free char *dir = xstrdup (path);
+	cleanup_close int fd = -1, dfd = -1;
+	char *slash = strrchr (dir, '/');
+
+	fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "create %s", tmp);
+	if (ab_write_all (fd, data, len) < 0 || fsync (fd) < 0) {
+		int e = errno;
+		unlink (tmp);
+		return ab_error (err, e, AB_E_SYSTEM, "write %s", tmp);
+	}
+	if (rename (tmp, path) < 0) {
+		int e = errno;
+		unlink (tmp);
+		return ab_error (err, e, AB_E_SYSTEM, "rename %s", tmp);
+	}
+	if (slash)
+		*slash = '\0';
+	/* The rename is durable only once the directory is. */
+	dfd = open (slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		fsync (dfd);
+	return 0;
+}
+
+static int
+rm_one (const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (type == FTW_DP ? rmdir (path) : unlink (path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+ab_rm_rf (const char *path)
+{
+	/* FTW_PHYS: never follow a symlink the sandbox may have planted in
+	 * its workspace; FTW_MOUNT: never walk into another filesystem. */
+	int r = nftw (path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	return r < 0 && errno == ENOENT ? 0 : r;
+}
+
+json_t *
+ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
+{
+	json_t *j;
+
+	pthread_mutex_lock (&d->lock);
+	j = json_pack ("{s:i, s:s, s:s, s:s?, s:I, s:I, s:I, s:O, s:b, s:s, s:{s:i, s:I}, s:o}",
+	               "version", STATE_VERSION, "id", b->id, "state", ab_box_state_name (b->state),
+	               "dead_reason", b->dead_reason, "created_ms", (json_int_t)b->created_ms,
+	               "expires_ms", (json_int_t)b->expires_ms, "ttl_ms", (json_int_t)b->ttl_ms,
+	               "labels", b->labels, "workspace_owned", b->workspace_owned, "backend",
+	               b->backend, "monitor", "pid", (int)b->monitor_pid, "start_time",
+	               (json_int_t)b->monitor_start, "spec",
+	               ab_spec_to_json (&b->spec, AB_SPEC_JSON_INTERNAL));
+	pthread_mutex_unlock (&d->lock);
+	return j;
+}
+
+int
+ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err)
+{
+	const char *state, *backend;
+	json_t *reason = NULL;
+	json_int_t created, expires, ttl, start;
+	json_t *labels, *spec;
+	int version, pid, owned;
+	json_error_t je;
+
+	if (json_unpack_ex ((json_t *)j, &je, 0,
+	                    "{s:i, s:s, s?o, s:I, s:I, s:I, s:o, s:b, s:s, s:{s:i, s:I}, s:o}",
+	                    "version", &version, "state", &state, "dead_reason", &reason,
+	                    "created_ms", &created, "expires_ms", &expires, "ttl_ms", &ttl,
+	                    "labels", &labels, "workspace_owned", &owned, "backend", &backend,
+	                    "monitor", "pid", &pid, "start_time", &start, "spec", &spec)
+	    < 0)
+		return ab_error (err, 0, AB_E_INVALID, "state file: %s", je.text);
+	if (version != STATE_VERSION)
+		return ab_error (err, 0, AB_E_INVALID, "state file version %d", version);
+	if (ab_spec_from_json (spec, AB_SPEC_JSON_INTERNAL, &b->spec, err) < 0)
+		return ab_error_wrap (err, "state file");
+	b->state = strcmp (state, "running") == 0 ? AB_BOX_RUNNING
+	           : strcmp (state, "dead") == 0  ? AB_BOX_DEAD
+	                                          : AB_BOX_CREATING;
+	b->dead_reason = json_is_string (reason) ? xstrdup (json_string_value (reason)) : NULL;
+	b->created_ms = created;
+	b->expires_ms = expires;
+	b->ttl_ms = ttl;
+	json_decref (b->labels);
+	b->labels = json_deep_copy (labels);
+	b->workspace_owned = owned;
+	snprintf (b->backend, sizeof b->backend, "%s", backend);
+	b->monitor_pid = pid;
+	b->monitor_start = (uint64_t)start;
+	return 0;
+}
+
+int
+ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	json_t *j = ab_box_state_json (d, b);
+	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
+
+	json_decref (j);
+	return ab_write_file_atomic (b->state_path, text, strlen (text), err);
+}
+
+static json_t *
+iso_time (int64_t ms)
+{
+	char buf[64];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!ms)
+		return json_null ();
+	gmtime_r (&t, &tm);
+	snprintf (buf + strftime (buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm), 16, ".%03dZ",
+	          (int)(ms % 1000));
+	return json_string (buf);
+}
+
+json_t *
+ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b)
+{
+	json_t *j;
+
+	pthread_mutex_lock (&d->lock);
+	j = json_pack ("{s:s, s:s, s:o, s:o, s:O, s:s, s:i, s:o}", "id", b->id, "state",
+	               ab_box_state_name (b->state), "created_at", iso_time (b->created_ms),
+	               "expires_at", iso_time (b->expires_ms), "labels", b->labels, "backend",
+	               b->backend, "monitor_pid", (int)b->monitor_pid, "spec",
+	               ab_spec_to_json (&b->spec, 0));
+	if (b->ttl_ms)
+		json_object_set_new (j, "ttl_ms", json_integer (b->ttl_ms));
+	if (b->dead_reason)
+		json_object_set_new (j, "dead_reason", json_string (b->dead_reason));
+	pthread_mutex_unlock (&d->lock);
+	return j;
+}

@@ -1,0 +1,377 @@
+/* Request heads for the credential proxy: read and parse (strictly,
+ * http-head.h), then the checks in the order the contract fixes
+ * (credential-proxy.h): configuration, token, path, upstream; then the
+ * head sent upstream.  Every refusal is answered before a single byte
+ * goes upstream. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "net/credential-internal.h"
+
+static const struct {
+	int status;
+	const char *text;
+} status_texts[] = {
+	{400, "Bad Request"},
+	{401, "Unauthorized"},
+	{404, "Not Found"},
+	{408, "Request Timeout"},
+	{431, "Request Header Fields Too Large"},
+	{501, "Not Implemented"},
+	{502, "Bad Gateway"},
+	{503, "Service Unavailable"},
+	{504, "Gateway Timeout"},
+	{505, "HTTP Version Not Supported"},
+};
+
+static const char *
+status_text (int status)
+{
+	for (size_t i = 0; i < sizeof status_texts / sizeof status_texts[0]; i++)
+		if (status_texts[i].status == status)
+			return status_texts[i].text;
+	return "Error";
+}
+
+int
+ab_cp_answer (struct ab_cp_conn_s *c, int status, const char *body)
+{
+	ab_iobuf_free (&c->cout);
+	ab_iobuf_printf (&c->cout,
+	                 "HTTP/1.1 %d %s\r\n"
+	                 "content-type: text/plain\r\n"
+	                 "content-length: %zu\r\n"
+	                 "connection: close\r\n\r\n%s",
+	                 status, status_text (status), strlen (body), body);
+	ab_cp_close_upstream (c);
+	ab_cp_req_release (c);
+	ab_iobuf_free (&c->uout);
+	ab_iobuf_free (&c->cin);
+	c->state = AB_CP_ST_CLOSING;
+	c->t_phase = ab_cp_now_us ();
+	return AB_CP_AGAIN;
+}
+
+/* ---- pure helpers --------------------------------------------------------- */
+
+static int
+hexval (char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode one byte at s[*i] (advancing *i); -1 on a bad escape. */
+static int
+decode_at (const char *s, size_t len, size_t *i)
+{
+	int hi, lo;
+
+	if (s[*i] != '%')
+		return (unsigned char) s[(*i)++];
+	if (*i + 2 >= len)
+		return -1;
+	hi = hexval (s[*i + 1]);
+	lo = hexval (s[*i + 2]);
+	if (hi < 0 || lo < 0)
+		return -1;
+	*i += 3;
+	return hi * 16 + lo;
+}
+
+/* RFC 3986 5.2.4 removes "." and ".." segments; an upstream (or anything
+ * between us and it) that decodes "%2e%2e" or "%2f" before doing so would
+ * climb out of the baseUrl's path, so the check runs on the decoded path,
+ * with '\' counted as a separator too (some servers treat it as one). */
+static ab_cp_target_verdict
+check_segments (const char *path, size_t len)
+{
+	size_t i = 0;
+	size_t seg = 0;        /* characters in the current segment */
+	bool only_dots = true; /* and all of them are dots */
+	bool end = false;
+
+	while (!end) {
+		int ch;
+		if (i < len) {
+			ch = decode_at (path, len, &i);
+		} else {
+			ch = '/'; /* the last segment ends here */
+			end = true;
+		}
+		if (ch <= 0)
+			return AB_CP_TARGET_MALFORMED; /* bad escape or %00 */
+		if (ch == '/' || ch == '\\') {
+			if (only_dots && (seg == 1 || seg == 2))
+				return AB_CP_TARGET_TRAVERSAL;
+			seg = 0;
+			only_dots = true;
+			continue;
+		}
+		seg++;
+		if (ch != '.')
+			only_dots = false;
+	}
+	return AB_CP_TARGET_OK;
+}
+
+ab_cp_target_verdict
+ab_cp_parse_target (const char *target, size_t len, struct ab_cp_target_s *t)
+{
+	const char *q = memchr (target, '?', len);
+	size_t plen = q ? (size_t) (q - target) : len;
+	const char *seg_end;
+	size_t seg_len, o = 0;
+	ab_cp_target_verdict v;
+
+	memset (t, 0, sizeof *t);
+	t->rest = t->query = "";
+	if (len == 0 || target[0] != '/' || memchr (target, '#', len) != NULL)
+		return AB_CP_TARGET_MALFORMED;
+	v = check_segments (target, plen);
+	if (v != AB_CP_TARGET_OK)
+		return v;
+	seg_end = memchr (target + 1, '/', plen - 1);
+	seg_len = seg_end ? (size_t) (seg_end - target - 1) : plen - 1;
+	for (size_t i = 1; i < 1 + seg_len;) {
+		int ch = decode_at (target, 1 + seg_len, &i);
+		if (ch < 0)
+			return AB_CP_TARGET_MALFORMED;
+		if (o >= AB_CRED_NAME_MAX) {
+			o = 0; /* too long to be a name: matches nothing */
+			break;
+		}
+		t->name[o++] = (char) ch;
+	}
+	t->name[o] = '\0';
+	t->rest = target + 1 + seg_len;
+	t->rest_len = plen - 1 - seg_len;
+	if (q != NULL) {
+		t->query = q;
+		t->query_len = len - plen;
+	}
+	return AB_CP_TARGET_OK;
+}
+
+bool
+ab_cp_bearer (const struct ab_http_head_s *h, const char **tok, size_t *len)
+{
+	const struct ab_http_field_s *auth = NULL;
+	const char *v;
+	size_t n, i = 6;
+
+	for (unsigned k = 0; k < h->n_fields; k++) {
+		if (!ab_http_token_eq (h->fields[k].name, h->fields[k].name_len, "authorization"))
+			continue;
+		if (auth != NULL)
+			return false; /* two of them: which one would the next hop read? */
+		auth = &h->fields[k];
+	}
+	if (auth == NULL)
+		return false;
+	v = auth->value;
+	n = auth->value_len;
+	/* RFC 9110 11.1: the auth-scheme is case-insensitive. */
+	if (n < 8 || !ab_http_token_eq (v, 6, "bearer") || v[6] != ' ')
+		return false;
+	while (i < n && v[i] == ' ')
+		i++;
+	if (i == n)
+		return false;
+	*tok = v + i;
+	*len = n - i;
+	return true;
+}
+
+/* Whether the client's field f is dropped on the way upstream. */
+static bool
+dropped (const struct ab_http_field_s *f, const struct ab_cred_config_s *cfg,
+         const struct ab_cred_upstream_s *u)
+{
+	if (f->flags & (AB_HTTP_F_HOP | AB_HTTP_F_HOST | AB_HTTP_F_FRAMING))
+		return true;
+	if (ab_http_token_eq (f->name, f->name_len, "authorization"))
+		return true;
+	for (size_t i = 0; i < u->n_strip; i++)
+		if (f->name_len == strlen (u->strip[i]) &&
+		    strncasecmp (f->name, u->strip[i], f->name_len) == 0)
+			return true;
+	for (size_t i = 0; i < u->n_inject; i++)
+		if (f->name_len == strlen (u->inject[i].name) &&
+		    strncasecmp (f->name, u->inject[i].name, f->name_len) == 0)
+			return true;
+	/* The thread token is for us only: a client that also put it in
+	 * another field (an SDK's x-api-key, say) must not leak it upstream.
+	 * Runs after the token check passed, so its timing tells nothing. */
+	return memmem (f->value, f->value_len, cfg->token, strlen (cfg->token)) != NULL;
+}
+
+void
+ab_cp_build_request (struct ab_iobuf_s *b, const struct ab_http_head_s *h,
+                     const struct ab_cred_config_s *cfg, const struct ab_cred_upstream_s *u,
+                     const struct ab_cp_target_s *t, bool absolute, const char *proxy_auth)
+{
+	const char *base = u->url.path;
+	bool empty = base[0] == '\0' && t->rest_len == 0;
+
+	ab_iobuf_printf (b, "%.*s %s%s%s%.*s%s%.*s HTTP/1.1\r\n", (int) h->method_len, h->method,
+	                 absolute ? "http://" : "", absolute ? u->host_field : "", base,
+	                 (int) t->rest_len, t->rest, empty ? "/" : "", (int) t->query_len, t->query);
+	ab_iobuf_printf (b, "Host: %s\r\n", u->host_field);
+	for (unsigned i = 0; i < h->n_fields; i++) {
+		const struct ab_http_field_s *f = &h->fields[i];
+		if (dropped (f, cfg, u))
+			continue;
+		ab_iobuf_append (b, f->name, f->name_len);
+		ab_iobuf_append (b, ": ", 2);
+		ab_iobuf_append (b, f->value, f->value_len);
+		ab_iobuf_append (b, "\r\n", 2);
+	}
+	for (size_t i = 0; i < u->n_inject; i++)
+		ab_iobuf_printf (b, "%s: %s\r\n", u->inject[i].name, u->inject[i].value);
+	if (proxy_auth != NULL)
+		ab_iobuf_printf (b, "Proxy-Authorization: %s\r\n", proxy_auth);
+	/* Framing is regenerated from what the parser understood, never
+	 * copied (request smuggling). */
+	if (h->body == AB_HTTP_BODY_CHUNKED)
+		ab_iobuf_append (b, "Transfer-Encoding: chunked\r\n", 28);
+	else if (h->has_content_length)
+		ab_iobuf_printf (b, "Content-Length: %llu\r\n", (unsigned long long) h->content_length);
+	ab_iobuf_append (b, "\r\n", 2);
+}
+
+/* ---- the head step -------------------------------------------------------- */
+
+static int
+handle_request (struct ab_cp_conn_s *c, size_t head_len)
+{
+	ab_cred_proxy_t *p = c->proxy;
+	struct ab_http_head_s h = {.fields = p->fields};
+	struct ab_http_error_s e;
+	struct ab_cp_target_s t;
+	const char *tok;
+	size_t tok_len;
+	char reason[96];
+
+	memset (&c->rq, 0, sizeof c->rq);
+	c->head_scan = 0;
+	c->t_head_start = 0;
+	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &p->http_limits, &h, &e) < 0) {
+		snprintf (reason, sizeof reason, "%s\n", e.reason);
+		return ab_cp_answer (c, e.status, reason);
+	}
+	if (p->config == NULL)
+		return ab_cp_answer (c, 503, "credential configuration is not available yet\n");
+	if (!ab_cp_bearer (&h, &tok, &tok_len) || !ab_cred_token_ok (p->config, tok, tok_len))
+		return ab_cp_answer (c, 401, "unauthorized\n");
+	switch (ab_cp_parse_target (h.target, h.target_len, &t)) {
+	case AB_CP_TARGET_OK:
+		break;
+	case AB_CP_TARGET_TRAVERSAL:
+		return ab_cp_answer (c, 400, "path traversal is not allowed\n");
+	case AB_CP_TARGET_MALFORMED:
+		return ab_cp_answer (c, 400, "invalid request target\n");
+	}
+	c->ups = ab_cred_config_find (p->config, t.name, strlen (t.name));
+	if (c->ups == NULL)
+		return ab_cp_answer (c, 404, "unknown upstream\n");
+	c->cfg = ab_cred_config_ref (p->config);
+	c->rq.version_minor = h.version_minor;
+	c->rq.is_head = ab_http_token_eq (h.method, h.method_len, "head");
+	/* HTTP/1.0 clients get one response per connection. */
+	c->rq.client_close = h.conn_close || h.version_minor == 0;
+	{
+		int r = ab_cp_forward_start (c, &h, &t);
+		/* The head's bytes are not needed any more (the fields pointing
+		 * into cin were copied into uout). */
+		if (c->state != AB_CP_ST_CLOSING)
+			ab_iobuf_consume (&c->cin, head_len);
+		return r;
+	}
+}
+
+int
+ab_cp_head_step (struct ab_cp_conn_s *c)
+{
+	const struct ab_http_limits_s *lim = &c->proxy->http_limits;
+	struct ab_http_error_s e;
+	char reason[96];
+
+	if (c->up != NULL)
+		ab_cp_check_idle (c);
+	for (;;) {
+		ssize_t n;
+
+		if (ab_iobuf_len (&c->cin) > 0) {
+			n = ab_http_head_end (ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
+			                      &c->head_scan, lim, &e);
+			if (n < 0) {
+				snprintf (reason, sizeof reason, "%s\n", e.reason);
+				return ab_cp_answer (c, e.status, reason);
+			}
+			if (n > 0)
+				return handle_request (c, (size_t) n);
+			if (c->t_head_start == 0)
+				c->t_head_start = ab_cp_now_us ();
+		}
+		if (!c->cs.rd)
+			return AB_CP_WAIT;
+		n = ab_stream_read_buf (&c->cs, &c->cin, 4096, lim->max_head);
+		if (n > 0) {
+			c->t_last = ab_cp_now_us ();
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			ab_iobuf_trim (&c->cin);
+			return AB_CP_WAIT;
+		}
+		if (n < 0 && errno == ENOBUFS)
+			return ab_cp_answer (c, 431, "request header fields too large\n");
+		return AB_CP_CLOSE; /* EOF or error between requests */
+	}
+}
+
+int
+ab_cp_closing_step (struct ab_cp_conn_s *c)
+{
+	char sink[4096];
+
+	while (ab_iobuf_len (&c->cout) > 0) {
+		ssize_t n;
+		if (!c->cs.wr)
+			return AB_CP_WAIT;
+		n = ab_stream_writev2 (&c->cs, &c->cout, NULL, 0);
+		if (n < 0 && errno == EAGAIN)
+			return AB_CP_WAIT;
+		if (n < 0)
+			return AB_CP_CLOSE;
+		ab_iobuf_consume (&c->cout, (size_t) n);
+	}
+	ab_iobuf_free (&c->cout);
+	/* Half-close, then read what the client still sends: closing with
+	 * unread bytes makes the kernel answer RST, which can destroy our
+	 * answer before the client reads it (RFC 9112 9.6). */
+	if (!c->c_shut) {
+		shutdown (c->cs.fd, SHUT_WR);
+		c->c_shut = true;
+	}
+	for (;;) {
+		ssize_t n;
+		if (!c->cs.rd)
+			return AB_CP_WAIT;
+		n = ab_stream_read (&c->cs, sink, sizeof sink);
+		if (n < 0 && errno == EAGAIN)
+			return AB_CP_WAIT;
+		if (n <= 0)
+			return AB_CP_CLOSE;
+		c->lingered += (size_t) n;
+		if (c->lingered > AB_CP_LINGER_BYTES)
+			return AB_CP_CLOSE;
+	}
+}

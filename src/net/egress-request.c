@@ -1,0 +1,493 @@
+/* Request heads: read and parse, find the target, ask the policy, resolve
+ * once, vet every answer, dial a vetted literal; refuse with a clear
+ * answer otherwise.  SECURITY.md, the network edge, is the spec: the
+ * decision is on the address dialed, and the name is never resolved
+ * again after the answers were vetted (DNS rebinding). */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "net/egress-internal.h"
+
+/* Longest authority we hand to the policy parser: a 253-character name,
+ * brackets, colon and port; anything longer is refused as such. */
+#define AUTHORITY_MAX 300
+
+static const struct {
+	int status;
+	const char *text;
+} status_texts[] = {
+	{ 400, "Bad Request" },
+	{ 403, "Forbidden" },
+	{ 408, "Request Timeout" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 501, "Not Implemented" },
+	{ 502, "Bad Gateway" },
+	{ 503, "Service Unavailable" },
+	{ 504, "Gateway Timeout" },
+	{ 505, "HTTP Version Not Supported" },
+};
+
+static const char *
+status_text (int status)
+{
+	for (size_t i = 0; i < sizeof status_texts / sizeof status_texts[0]; i++)
+		if (status_texts[i].status == status)
+			return status_texts[i].text;
+	return "Error";
+}
+
+void
+ab_egress_format_hostport (const struct ab_hostport_s *hp, char *buf, size_t len)
+{
+	snprintf (buf, len, hp->kind == AB_HOST_IPV6 ? "[%s]:%u" : "%s:%u", hp->host,
+	          (unsigned)hp->port);
+}
+
+/* "host:port" once the target parsed, else the raw target. */
+static const char *
+req_label (const struct ab_egress_conn_s *c, char *buf, size_t len)
+{
+	if (c->rq.have_hp) {
+		ab_egress_format_hostport (&c->rq.hp, buf, len);
+		return buf;
+	}
+	return c->rq.target[0] ? c->rq.target : "-";
+}
+
+/* "<METHOD> <host>:<port><sep><what>", sep " -> ", " denied: ", ... */
+static void
+log_decision (const struct ab_egress_conn_s *c, const char *sep, const char *what)
+{
+	char label[AB_HOST_MAX + 16];
+	char line[AB_HOST_MAX + AB_EGRESS_REASON_MAX + 64];
+	int n;
+
+	if (c->proxy->cfg.log == NULL)
+		return;
+	n = snprintf (line, sizeof line, "%s %s%s%s\n", c->rq.method[0] ? c->rq.method : "-",
+	              req_label (c, label, sizeof label), sep, what);
+	if (n >= (int)sizeof line) {
+		n = (int)sizeof line - 1;
+		line[n - 1] = '\n';
+	}
+	if (n > 0)
+		ab_egress_log (c->proxy, line, (size_t)n);
+}
+
+void
+ab_egress_audit_done (struct ab_egress_conn_s *c)
+{
+	const struct ab_egress_req_s *rq = &c->rq;
+	struct ab_audit_record_s rec = {
+		.time = rq->t_real,
+		.sandbox = c->sandbox_id,
+		.method = rq->method[0] ? rq->method : NULL,
+		.host = rq->have_hp ? rq->hp.host : NULL,
+		.port = rq->have_hp ? rq->hp.port : -1,
+		.addr = rq->addr_text[0] ? rq->addr_text : NULL,
+		.allowed = rq->verdict.allowed,
+		.reason = rq->verdict.reason[0] ? rq->verdict.reason : NULL,
+		.status = rq->status,
+		.error = rq->error[0] ? rq->error : NULL,
+		.bytes_up = rq->bytes_up,
+		.bytes_down = rq->bytes_down,
+		.duration_us = ab_egress_now_us () - rq->t_start_us,
+	};
+
+	ab_audit_write (c->proxy->cfg.audit, &rec);
+}
+
+static void
+req_reset (struct ab_egress_conn_s *c)
+{
+	free (c->rq.cands);
+	memset (&c->rq, 0, sizeof c->rq);
+	clock_gettime (CLOCK_REALTIME, &c->rq.t_real);
+	c->rq.t_start_us = ab_egress_now_us ();
+}
+
+static void
+enter_closing (struct ab_egress_conn_s *c)
+{
+	ab_egress_tunnel_release (c);
+	ab_egress_conn_close_upstream (c);
+	ab_iobuf_free (&c->uout);
+	ab_iobuf_free (&c->cin);
+	c->state = AB_EG_ST_CLOSING;
+	c->t_phase = ab_egress_now_us ();
+}
+
+int
+ab_egress_refuse (struct ab_egress_conn_s *c, int status, bool denied, const char *reason)
+{
+	struct ab_egress_req_s *rq = &c->rq;
+	char body[AB_EGRESS_REASON_MAX + 32];
+
+	if (denied) {
+		rq->verdict.allowed = false;
+		if (reason != rq->verdict.reason)
+			snprintf (rq->verdict.reason, sizeof rq->verdict.reason, "%s", reason);
+		log_decision (c, status == 403 ? " denied: " : " rejected: ", reason);
+	} else if (reason != rq->error) {
+		snprintf (rq->error, sizeof rq->error, "%s", reason);
+	}
+	if (rq->resp_started) {
+		/* The client already has part of a response: all it can get now
+		 * is a connection that ends early. */
+		ab_egress_audit_done (c);
+		return AB_EG_CLOSE;
+	}
+	if (status == 403)
+		snprintf (body, sizeof body, "egress denied: %s\n", reason);
+	else
+		snprintf (body, sizeof body, "%s\n", reason);
+	rq->status = status;
+	ab_iobuf_free (&c->cout);
+	ab_iobuf_printf (&c->cout,
+	                 "HTTP/1.1 %d %s\r\n"
+	                 "content-type: text/plain; charset=utf-8\r\n"
+	                 "content-length: %zu\r\n"
+	                 "connection: close\r\n\r\n%s",
+	                 status, status_text (status), strlen (body), body);
+	ab_egress_audit_done (c);
+	enter_closing (c);
+	return AB_EG_AGAIN;
+}
+
+/* Dial the next vetted candidate; every one of them passed the policy. */
+static int
+dial_next (struct ab_egress_conn_s *c)
+{
+	struct ab_egress_req_s *rq = &c->rq;
+
+	while (rq->i_cand < rq->n_cands) {
+		const struct ab_addr_s *a = &rq->cands[rq->i_cand++];
+		struct sockaddr_storage ss;
+		socklen_t sl = ab_addr_to_sockaddr (a, rq->hp.port, &ss);
+		char text[AB_ADDR_STRLEN];
+		int fd;
+
+		snprintf (rq->addr_text, sizeof rq->addr_text,
+		          a->family == AF_INET6 ? "[%s]:%u" : "%s:%u", ab_addr_format (a, text),
+		          (unsigned)rq->hp.port);
+		fd = socket (ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd >= 0
+		    && (connect (fd, (struct sockaddr *)&ss, sl) == 0 || errno == EINPROGRESS)) {
+			c->ufd = fd;
+			if (ab_egress_conn_watch_upstream (c) < 0)
+				return ab_egress_refuse (c, 502, false,
+				                         "cannot watch upstream socket");
+			log_decision (c, " -> ", rq->addr_text);
+			c->state = AB_EG_ST_DIAL;
+			c->t_phase = ab_egress_now_us ();
+			return AB_EG_AGAIN;
+		}
+		snprintf (rq->error, sizeof rq->error, "connect to %s: %s", rq->addr_text,
+		          strerror (errno));
+		if (fd >= 0)
+			close (fd);
+	}
+	return ab_egress_refuse (c, 502, false, rq->error[0] ? rq->error : "no address to dial");
+}
+
+int
+ab_egress_dial_step (struct ab_egress_conn_s *c)
+{
+	int e = 0;
+	socklen_t el = sizeof e;
+
+	if (!c->u_wr && !c->u_rd)
+		return AB_EG_WAIT;
+	if (getsockopt (c->ufd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		e = errno;
+	if (e == 0 && !c->u_wr)
+		return AB_EG_WAIT; /* readable before writable: not connected yet */
+	if (e != 0) {
+		snprintf (c->rq.error, sizeof c->rq.error, "connect to %s: %s", c->rq.addr_text,
+		          strerror (e));
+		ab_egress_conn_close_upstream (c);
+		return dial_next (c);
+	}
+	ab_egress_set_nodelay (c->ufd);
+	if (c->rq.is_connect)
+		return ab_egress_tunnel_start (c);
+	snprintf (c->up_host, sizeof c->up_host, "%s", c->rq.hp.host);
+	c->up_port = c->rq.hp.port;
+	snprintf (c->up_addr, sizeof c->up_addr, "%s", c->rq.addr_text);
+	c->state = AB_EG_ST_FORWARD;
+	return AB_EG_AGAIN;
+}
+
+static void
+on_resolved (void *arg, const struct ab_resolve_result_s *res)
+{
+	struct ab_egress_conn_s *c = arg;
+	struct ab_egress_req_s *rq = &c->rq;
+	char why[AB_EGRESS_REASON_MAX];
+
+	c->rjob = NULL;
+	if (res->gai_error != 0) {
+		snprintf (why, sizeof why, "cannot resolve %s: %s", rq->hp.host,
+		          gai_strerror (res->gai_error));
+		ab_egress_conn_continue (c, ab_egress_refuse (c, 502, false, why));
+		return;
+	}
+	/* Every answer is vetted: one bad answer denies the name, so an
+	 * attacker's DNS cannot hide 169.254.169.254 behind a public address
+	 * and win a race for which one gets dialed. */
+	for (size_t i = 0; i < res->n; i++) {
+		struct ab_egress_verdict_s v;
+		if (!ab_egress_check_ab_addr (c->policy, &res->addrs[i], &v)) {
+			rq->verdict = v;
+			ab_egress_conn_continue (
+			        c, ab_egress_refuse (c, 403, true, rq->verdict.reason));
+			return;
+		}
+		if (i == 0)
+			rq->verdict = v;
+	}
+	rq->cands = xmalloc (res->n * sizeof *rq->cands);
+	memcpy (rq->cands, res->addrs, res->n * sizeof *rq->cands);
+	rq->n_cands = res->n;
+	ab_egress_conn_continue (c, dial_next (c));
+}
+
+static int
+start_resolve (struct ab_egress_conn_s *c)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	c->rjob = ab_resolver_submit (c->proxy->resolver, c->rq.hp.host, on_resolved, c, &err);
+	if (c->rjob == NULL)
+		return ab_egress_refuse (c, 503, false, "resolver busy");
+	c->state = AB_EG_ST_RESOLVE;
+	c->t_phase = ab_egress_now_us ();
+	return AB_EG_WAIT;
+}
+
+static bool
+can_reuse_upstream (const struct ab_egress_conn_s *c)
+{
+	return !c->rq.is_connect && c->ufd >= 0 && c->up_reusable && c->up_port == c->rq.hp.port
+	       && strcmp (c->up_host, c->rq.hp.host) == 0;
+}
+
+/* The policy decision for rq.hp, then the way to an address. */
+static int
+decide (struct ab_egress_conn_s *c)
+{
+	struct ab_egress_req_s *rq = &c->rq;
+
+	if (!ab_egress_check_host (c->policy, &rq->hp, &rq->verdict))
+		return ab_egress_refuse (c, 403, true, rq->verdict.reason);
+	if (can_reuse_upstream (c)) {
+		/* Same host and port on a kept-alive upstream: the address it was
+		 * dialed at was vetted for this very name. */
+		snprintf (rq->addr_text, sizeof rq->addr_text, "%s", c->up_addr);
+		log_decision (c, " -> ", rq->addr_text);
+		c->up_reusable = false;
+		c->state = AB_EG_ST_FORWARD;
+		return AB_EG_AGAIN;
+	}
+	ab_egress_conn_close_upstream (c);
+	if (rq->hp.kind != AB_HOST_NAME) {
+		/* check_host vetted the literal itself. */
+		rq->cands = xmalloc (sizeof *rq->cands);
+		rq->cands[0] = rq->hp.addr;
+		rq->n_cands = 1;
+		return dial_next (c);
+	}
+	return start_resolve (c);
+}
+
+/* Parse an authority into rq.hp; a refusal is the policy's (403). */
+static int
+parse_authority (struct ab_egress_conn_s *c, const char *a, size_t len, uint16_t default_port)
+{
+	char buf[AUTHORITY_MAX + 1];
+	ab_error_t err = AB_ERROR_INIT;
+
+	if (len > AUTHORITY_MAX)
+		return ab_egress_refuse (c, 403, true, "host too long");
+	memcpy (buf, a, len);
+	buf[len] = '\0';
+	if (ab_hostport_parse (buf, default_port, &c->rq.hp, &err) < 0)
+		return ab_egress_refuse (c, 403, true, err.msg);
+	c->rq.have_hp = true;
+	return 0;
+}
+
+static int
+connect_request (struct ab_egress_conn_s *c, const struct ab_http_head_s *h)
+{
+	c->rq.is_connect = true;
+	/* RFC 9110 9.3.6: CONNECT content has no defined meaning; bytes after
+	 * the head are tunnel data, so a declared body is a confusion attempt. */
+	if (h->has_content_length || h->has_transfer_encoding)
+		return ab_egress_refuse (c, 400, true, "CONNECT with a body");
+	if (parse_authority (c, h->target, h->target_len, 0) != 0)
+		return AB_EG_AGAIN;
+	if (!c->rq.hp.has_port)
+		return ab_egress_refuse (c, 403, true, "invalid port");
+	ab_iobuf_consume (&c->cin, h->head_len);
+	return decide (c);
+}
+
+static int
+absolute_request (struct ab_egress_conn_s *c, const struct ab_http_head_s *h)
+{
+	struct ab_http_uri_s u;
+
+	switch (ab_http_split_uri (h->target, h->target_len, &u)) {
+	case AB_URI_HTTP: break;
+	case AB_URI_NOT_ABSOLUTE:
+		return ab_egress_refuse (c, 400, true, "absolute-URI request required");
+	case AB_URI_HTTPS: return ab_egress_refuse (c, 400, true, "use CONNECT for https");
+	case AB_URI_OTHER_SCHEME: return ab_egress_refuse (c, 400, true, "unsupported URI scheme");
+	case AB_URI_INVALID: return ab_egress_refuse (c, 400, true, "invalid absolute URI");
+	}
+	if (parse_authority (c, u.authority, u.authority_len, 80) != 0)
+		return AB_EG_AGAIN;
+	ab_egress_forward_prepare (c, h, u.path, u.path_len);
+	ab_iobuf_consume (&c->cin, h->head_len);
+	return decide (c);
+}
+
+static int
+handle_request (struct ab_egress_conn_s *c, size_t head_len)
+{
+	struct ab_http_head_s h = { .fields = c->proxy->fields };
+	struct ab_http_error_s e;
+
+	req_reset (c);
+	c->head_scan = 0;
+	c->t_head_start = 0;
+	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &c->proxy->http_limits, &h,
+	                           &e)
+	    < 0)
+		return ab_egress_refuse (c, e.status, true, e.reason);
+	snprintf (c->rq.target, sizeof c->rq.target, "%.*s", (int)h.target_len, h.target);
+	if (h.method_len >= AB_EG_METHOD_MAX)
+		return ab_egress_refuse (c, 501, true, "method not supported");
+	memcpy (c->rq.method, h.method, h.method_len);
+	c->rq.method[h.method_len] = '\0';
+	c->rq.version_minor = h.version_minor;
+	c->rq.is_head = strcmp (c->rq.method, "HEAD") == 0;
+	if (strcmp (c->rq.method, "CONNECT") == 0)
+		return connect_request (c, &h);
+	return absolute_request (c, &h);
+}
+
+int
+ab_egress_head_step (struct ab_egress_conn_s *c)
+{
+	const struct ab_http_limits_s *lim = &c->proxy->http_limits;
+	struct ab_http_error_s e;
+
+	if (c->ufd >= 0)
+		ab_egress_forward_check_idle (c);
+	for (;;) {
+		ssize_t n;
+
+		if (ab_iobuf_len (&c->cin) > 0) {
+			n = ab_http_head_end (ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
+			                      &c->head_scan, lim, &e);
+			if (n < 0) {
+				req_reset (c);
+				return ab_egress_refuse (c, e.status, true, e.reason);
+			}
+			if (n > 0)
+				return handle_request (c, (size_t)n);
+			if (c->t_head_start == 0)
+				c->t_head_start = ab_egress_now_us ();
+		}
+		if (!c->c_rd)
+			return AB_EG_WAIT;
+		n = ab_egress_read (&c->cin, c->cfd, 4096, lim->max_head, &c->c_rd, c->c_hup);
+		if (n > 0) {
+			c->t_last = ab_egress_now_us ();
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN) {
+			ab_iobuf_trim (&c->cin);
+			return AB_EG_WAIT;
+		}
+		return AB_EG_CLOSE; /* EOF or error between requests: nothing to answer */
+	}
+}
+
+int
+ab_egress_closing_step (struct ab_egress_conn_s *c)
+{
+	char sink[4096];
+
+	while (ab_iobuf_len (&c->cout) > 0) {
+		ssize_t n;
+		if (!c->c_wr)
+			return AB_EG_WAIT;
+		n = ab_egress_writev2 (c->cfd, &c->cout, NULL, 0);
+		if (n < 0 && errno == EAGAIN) {
+			c->c_wr = false;
+			return AB_EG_WAIT;
+		}
+		if (n < 0)
+			return AB_EG_CLOSE;
+		ab_iobuf_consume (&c->cout, (size_t)n);
+	}
+	ab_iobuf_free (&c->cout);
+	/* Half-close, then read what the client still sends: closing with
+	 * unread bytes would make the kernel answer RST, which can destroy our
+	 * response before the client reads it (RFC 9112 9.6). */
+	if (!c->c_shut) {
+		shutdown (c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	for (;;) {
+		ssize_t n;
+		if (!c->c_rd)
+			return AB_EG_WAIT;
+		n = read (c->cfd, sink, sizeof sink);
+		if (n < 0 && errno == EAGAIN) {
+			c->c_rd = false;
+			return AB_EG_WAIT;
+		}
+		if (n <= 0)
+			return AB_EG_CLOSE;
+		c->lingered += (size_t)n;
+		if (c->lingered > AB_EG_LINGER_BYTES)
+			return AB_EG_CLOSE;
+	}
+}
+
+int
+ab_egress_timeout (struct ab_egress_conn_s *c)
+{
+	switch (c->state) {
+	case AB_EG_ST_HEAD:
+		if (c->t_head_start == 0)
+			return AB_EG_CLOSE; /* idle keep-alive client */
+		req_reset (c);
+		return ab_egress_refuse (c, 408, true, "request head timeout");
+	case AB_EG_ST_RESOLVE:
+		ab_resolve_cancel (c->proxy->resolver, c->rjob);
+		c->rjob = NULL;
+		return ab_egress_refuse (c, 502, false, "name resolution timed out");
+	case AB_EG_ST_DIAL:
+		snprintf (c->rq.error, sizeof c->rq.error, "connect to %s: timed out",
+		          c->rq.addr_text);
+		return ab_egress_refuse (c, 502, false, c->rq.error);
+	case AB_EG_ST_FORWARD: return ab_egress_refuse (c, 504, false, "upstream idle timeout");
+	case AB_EG_ST_TUNNEL:
+		snprintf (c->rq.error, sizeof c->rq.error, "idle timeout");
+		ab_egress_audit_done (c);
+		return AB_EG_CLOSE;
+	case AB_EG_ST_CLOSING: break;
+	}
+	return AB_EG_CLOSE;
+}

@@ -1,0 +1,153 @@
+/* Unit tests for the daemon's HTTP body decoding (daemon/http-io.c), the
+ * WebSocket accept key (RFC 6455 4.2.2's own example) and the digests
+ * behind it and the bearer-token check (FIPS 180 test vectors). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/daemon-internal.h"
+#include "daemon/http-io.h"
+#include "daemon/websocket.h"
+
+#define N(a) (sizeof (a) / sizeof (a)[0])
+
+static const struct {
+	const char *name;
+	const char *request;
+	const char *body; /* expected; NULL = the body is malformed */
+} cases[] = {
+	{ "length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", "hello" },
+	{ "empty", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "" },
+	{ "chunked",
+	  "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n "
+	  "world\r\n0\r\n\r\n",
+	  "hello world" },
+	{ "chunk extension and trailer",
+	  "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: "
+	  "v\r\n\r\n",
+	  "abc" },
+	{ "hex sizes",
+	  "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+	  "chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n",
+	  "0123456789" },
+	{ "no CRLF after data",
+	  "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
+	  NULL },
+	{ "bad size",
+	  "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+	  NULL },
+	{ "truncated", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", NULL },
+};
+
+static void
+test_bodies (void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N (cases); i++) {
+		int sv[2];
+		struct ab_http_io_s io;
+		struct ab_http_error_s e;
+		ab_error_t err = AB_ERROR_INIT;
+		char *body = NULL;
+		size_t len = 0;
+		int r;
+
+		assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		assert_int_equal (
+		        ab_http_write (sv[1], cases[i].request, strlen (cases[i].request)), 0);
+		close (sv[1]);
+		ab_http_io_init (&io, sv[0], 16384);
+		assert_int_equal (ab_http_io_read_request (&io, &e), 1);
+		r = ab_http_io_body_all (&io, 1 << 20, &body, &len, &err);
+		if (cases[i].body) {
+			if (r != 0)
+				fail_msg ("%s: %s", cases[i].name, err.msg);
+			assert_int_equal (len, strlen (cases[i].body));
+			assert_memory_equal (body, cases[i].body, len);
+			assert_true (io.body_done);
+		} else if (r == 0)
+			fail_msg ("%s: accepted", cases[i].name);
+		free (body);
+		ab_http_io_free (&io);
+		close (sv[0]);
+	}
+}
+
+static void
+test_body_limit (void **state)
+{
+	static const char req[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+	int sv[2];
+	struct ab_http_io_s io;
+	struct ab_http_error_s e;
+	ab_error_t err = AB_ERROR_INIT;
+	char *body = NULL;
+	size_t len;
+
+	(void)state;
+	assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ab_http_write (sv[1], req, sizeof req - 1);
+	ab_http_io_init (&io, sv[0], 16384);
+	assert_int_equal (ab_http_io_read_request (&io, &e), 1);
+	assert_int_equal (ab_http_io_body_all (&io, 10, &body, &len, &err) < 0, 1);
+	assert_int_equal (err.kind, AB_E_LIMIT);
+	ab_http_io_free (&io);
+	close (sv[0]);
+	close (sv[1]);
+}
+
+static void
+hex (const uint8_t *d, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf (out + 2 * i, "%02x", d[i]);
+}
+
+static void
+test_digests (void **state)
+{
+	uint8_t d[32];
+	char h[65];
+	(void)state;
+	ab_sha1 ("abc", 3, d);
+	hex (d, 20, h);
+	assert_string_equal (h, "a9993e364706816aba3e25717850c26c9cd0d89d");
+	ab_sha256 ("abc", 3, d);
+	hex (d, 32, h);
+	assert_string_equal (h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	ab_sha256 ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
+	hex (d, 32, h);
+	assert_string_equal (h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	ab_sha256 ("", 0, d);
+	hex (d, 32, h);
+	assert_string_equal (h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+static void
+test_ws_accept (void **state)
+{
+	char out[29];
+	(void)state;
+	ab_ws_accept_key ("dGhlIHNhbXBsZSBub25jZQ==", 24, out);
+	assert_string_equal (out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test (test_bodies),
+		cmocka_unit_test (test_body_limit),
+		cmocka_unit_test (test_digests),
+		cmocka_unit_test (test_ws_accept),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
