@@ -127,6 +127,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/agentbox $(DESTDIR)$(PREFIX)/bin/agentbox
 	install -m 0755 $(BUILD)/agentbox-agent $(DESTDIR)$(PREFIX)/bin/agentbox-agent
+	for alias in t3-egress-proxy t3-credential-proxy t3-preview-bridge; do \
+		ln -sf agentbox $(DESTDIR)$(PREFIX)/bin/$$alias; done
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -16,7 +16,10 @@ static const char usage[] =
 	"  create [RUN OPTIONS] [--ttl D] [--label K=V]   start a sandbox in the daemon; prints its id\n"
 	"  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
 	"  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
-	"  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n";
+	"  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
+	"  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
+	"  credential-proxy serve [OPTIONS] inject API keys upstream (also as t3-credential-proxy)\n"
+	"  preview-bridge <serve|request|websocket-framed|cdp-automation|signal>   (t3-preview-bridge)\n";
 
 /* The daemon and its clients (cli/client.h). */
 static const struct {
@@ -41,16 +44,33 @@ ab_cli_report (const ab_error_t *err)
 	fprintf (stderr, "agentbox: %s\n", line);
 }
 
+/* Sidecar services, also reachable as multi-call names (argv[0]):
+ * `t3-egress-proxy serve ...` behaves as `agentbox egress-proxy serve ...`. */
+static const struct {
+	const char *command, *alias;
+	int (*fn) (int argc, char **argv, const char *progname);
+} services[] = {
+	{"egress-proxy", "t3-egress-proxy", ab_cmd_egress_proxy},
+	{"credential-proxy", "t3-credential-proxy", ab_cmd_credential_proxy},
+	{"preview-bridge", "t3-preview-bridge", ab_cmd_preview_bridge},
+};
+
+static const char *
+basename_of (const char *path)
+{
+	const char *slash = path ? strrchr (path, '/') : NULL;
+	return slash ? slash + 1 : (path ? path : "");
+}
+
 int
 main (int argc, char **argv)
 {
-	const char *base = argc > 0 && argv[0] != NULL ? strrchr (argv[0], '/') : NULL;
+	const char *self = basename_of (argc > 0 ? argv[0] : NULL);
+	char name[64];
 
-	base = base ? base + 1 : (argc > 0 && argv[0] != NULL ? argv[0] : "");
-	if (strcmp (base, "t3-preview-bridge") == 0)
-		return ab_cmd_preview_bridge (argc, argv, "t3-preview-bridge");
-	if (strcmp (base, "t3-credential-proxy") == 0)
-		return ab_cmd_credential_proxy (argc, argv, "t3-credential-proxy");
+	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+		if (strcmp (self, services[i].alias) == 0)
+			return services[i].fn (argc, argv, services[i].alias);
 	if (argc < 2) {
 		fputs (usage, stderr);
 		return 125;
@@ -59,12 +79,11 @@ main (int argc, char **argv)
 		return ab_cmd_run (argc - 1, argv + 1);
 	if (strcmp (argv[1], "doctor") == 0)
 		return ab_cmd_doctor (argc - 1, argv + 1);
-	if (strcmp (argv[1], "preview-bridge") == 0)
-		return ab_cmd_preview_bridge (argc - 1, argv + 1, "agentbox preview-bridge");
-	if (strcmp (argv[1], "egress-proxy") == 0)
-		return ab_cmd_egress_proxy (argc - 1, argv + 1, "agentbox egress-proxy");
-	if (strcmp (argv[1], "credential-proxy") == 0)
-		return ab_cmd_credential_proxy (argc - 1, argv + 1, "agentbox credential-proxy");
+	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+		if (strcmp (argv[1], services[i].command) == 0) {
+			snprintf (name, sizeof name, "agentbox %s", services[i].command);
+			return services[i].fn (argc - 1, argv + 1, name);
+		}
 	for (size_t i = 0; i < sizeof daemon_commands / sizeof *daemon_commands; i++)
 		if (strcmp (argv[1], daemon_commands[i].name) == 0)
 			return daemon_commands[i].fn (argc - 1, argv + 1);
