@@ -289,23 +289,6 @@ default_env (struct env_builder_s *env)
 	env_set (env, "LANG=C.UTF-8");
 }
 
-/* Tools find the sandbox's only way out through the usual variables, in
- * both spellings (curl reads the lower-case http_proxy only). */
-static void
-proxy_env (struct env_builder_s *env)
-{
-	static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-	                                   "http_proxy", "https_proxy", "all_proxy"};
-	char buf[64];
-
-	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-		snprintf (buf, sizeof buf, "%s=http://127.0.0.1:%d", vars[i], AB_EGRESS_PORT);
-		env_set (env, buf);
-	}
-	env_set (env, "NO_PROXY=localhost,127.0.0.1,::1");
-	env_set (env, "no_proxy=localhost,127.0.0.1,::1");
-}
-
 /* Host-side checks that give a clear error before anything starts. */
 static int
 check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
@@ -364,12 +347,12 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 		if (apply_option (spec, &env, opt, optarg, err) < 0)
 			return -1;
 	}
-	if (spec->network == AB_NETWORK_PROXY)
-		proxy_env (&env);
-	else if (spec->egress.allow_hosts || spec->egress.deny_hosts || spec->egress.allow_cidrs
-	         || spec->egress.policy_file || spec->egress.audit_log)
+	if (spec->network != AB_NETWORK_PROXY && (spec->egress.allow_hosts || spec->egress.deny_hosts || spec->egress.allow_cidrs
+	         || spec->egress.policy_file || spec->egress.audit_log))
 		return ab_error (err, 0, AB_E_INVALID, "egress options need --network proxy");
 	spec->env = env.v;
+	if (spec->network == AB_NETWORK_PROXY)
+		ab_spec_add_proxy_env (spec);
 	if (!spec->workspace && strcmp (spec->workdir, AB_WORKSPACE_DIR) == 0)
 		set_string (&spec->workdir, "/");
 	spec->argv = xcalloc ((size_t) (argc - optind) + 1, sizeof (char *));

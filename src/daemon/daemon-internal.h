@@ -52,7 +52,17 @@ struct ab_box_s {
 	pid_t monitor_pid;
 	uint64_t monitor_start; /* /proc/PID/stat starttime: a reused pid is not ours */
 	int pidfd;
+	/* network "proxy" (egress.c) */
+	struct ab_egress_relay_s *egress_relay;
+	struct ab_agent_conn_s *egress_conn;
+	pthread_t egress_thread;
+	volatile bool egress_stop;
+	bool egress_running;
 };
+
+/* --- egress.c --- */
+int ab_box_egress_start (struct ab_box_s *b, ab_error_t *err);
+void ab_box_egress_stop (struct ab_box_s *b);
 
 struct ab_daemon_s {
 	const struct ab_daemon_config_s *cfg;

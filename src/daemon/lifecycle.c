@@ -4,6 +4,8 @@
  * directory goes), death (the monitor ended on its own) and re-adoption
  * after a daemon restart. */
 #include "daemon/daemon-internal.h"
+#include "policy/egress-policy.h"
+#include "session/egress-relay.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -247,10 +249,13 @@ check_spec (struct ab_box_s *b, ab_error_t *err)
 	char *argv[] = { (char *)"true", NULL };
 	int r;
 
-	if (s->network != AB_NETWORK_NONE)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "network '%s' is not served by the daemon yet (only none)",
-		                 "proxy");
+	if (s->network == AB_NETWORK_PROXY) {
+		struct ab_egress_policy_s *p = ab_egress_policy_from_spec (&s->egress, err);
+		if (!p)
+			return -1; /* a bad policy is the request's fault: 400 */
+		ab_egress_policy_free (p);
+		ab_spec_add_proxy_env (s);
+	}
 	if (b->workspace_owned)
 		s->workspace = xasprintf ("%s/workspace", b->dir);
 	else if (real_dir (&s->workspace, "workspace", err) < 0)
@@ -314,6 +319,8 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	c = ab_box_connect (d, b, err);
 	r = c ? configure_agent (b, c, err) : -1;
 	ab_agent_close (c);
+	if (r == 0)
+		r = ab_box_egress_start (b, err);
 	if (r < 0) {
 		stop_monitor (b->pidfd, &(ab_error_t)AB_ERROR_INIT);
 		return ab_error_wrap (err, "configure the sandbox's agent");
@@ -415,6 +422,7 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 	if (prev != AB_BOX_RUNNING && prev != AB_BOX_DEAD)
 		return ab_error (err, 0, AB_E_CONFLICT, "sandbox %s is %s", b->id,
 		                 ab_box_state_name (prev));
+	ab_box_egress_stop (b);
 	if (b->pidfd >= 0 && stop_monitor (b->pidfd, err) < 0) {
 		pthread_mutex_lock (&d->lock);
 		b->state = prev;
@@ -444,6 +452,7 @@ ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
 	pthread_mutex_unlock (&d->lock);
 	if (!mine)
 		return;
+	ab_box_egress_stop (b);
 	/* An agent that no longer answers: its monitor ends it. */
 	if (b->pidfd >= 0)
 		stop_monitor (b->pidfd, &err);
@@ -507,6 +516,8 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		return;
 	}
 	ab_agent_close (c);
+	if (ab_box_egress_start (b, &err) < 0)
+		fprintf (stderr, "agentbox serve: sandbox %s: egress relay: %s\n", id, err.msg);
 	ab_housekeeping_watch (d, b);
 	ab_box_unref (d, b);
 }

@@ -95,6 +95,25 @@ frame_take (ab_http_body_kind kind, uint64_t *remaining, struct ab_http_chunked_
 	return -1;
 }
 
+/* writev our own bytes, then n payload bytes at p; returns how many
+ * payload bytes went out, or -1 with errno (EAGAIN clears *wr). */
+static ssize_t
+send_pair (int fd, struct ab_iobuf_s *ours, const char *p, size_t n, bool *wr)
+{
+	size_t pre = ab_iobuf_len (ours);
+	ssize_t w = ab_egress_writev2 (fd, ours, p, n);
+	size_t k;
+
+	if (w < 0) {
+		if (errno == EAGAIN)
+			*wr = false;
+		return -1;
+	}
+	k = (size_t)w < pre ? (size_t)w : pre;
+	ab_iobuf_consume (ours, k);
+	return w - (ssize_t)k;
+}
+
 static int
 abort_request (struct ab_egress_conn_s *c, const char *why)
 {
@@ -160,23 +179,17 @@ pump_request (struct ab_egress_conn_s *c)
 			rq->cin_ready = (size_t)n;
 		}
 		if (ab_iobuf_len (&c->uout) > 0 || rq->cin_ready > 0) {
-			size_t head;
 			if (!c->u_wr)
 				return AB_EG_WAIT;
-			n = ab_egress_writev2 (c->ufd, &c->uout, ab_iobuf_peek (&c->cin),
-			                       rq->cin_ready);
-			if (n < 0 && errno == EAGAIN) {
-				c->u_wr = false;
-				return AB_EG_WAIT;
-			}
+			n = send_pair (c->ufd, &c->uout, ab_iobuf_peek (&c->cin), rq->cin_ready,
+			               &c->u_wr);
 			if (n < 0)
-				return ab_egress_refuse (c, 502, false, "upstream write failed");
-			head = (size_t)n < ab_iobuf_len (&c->uout) ? (size_t)n
-			                                           : ab_iobuf_len (&c->uout);
-			ab_iobuf_consume (&c->uout, head);
-			ab_iobuf_consume (&c->cin, (size_t)n - head);
-			rq->cin_ready -= (size_t)n - head;
-			rq->bytes_up += (size_t)n - head;
+				return errno == EAGAIN ? AB_EG_WAIT
+				                       : ab_egress_refuse (c, 502, false,
+				                                           "upstream write failed");
+			ab_iobuf_consume (&c->cin, (size_t)n);
+			rq->cin_ready -= (size_t)n;
+			rq->bytes_up += (size_t)n;
 			c->t_last = ab_egress_now_us ();
 			if (--budget == 0) {
 				ab_egress_conn_yield (c);
@@ -200,10 +213,8 @@ pump_request (struct ab_egress_conn_s *c)
 			c->t_last = ab_egress_now_us ();
 			continue;
 		}
-		if (n < 0 && errno == EAGAIN) {
-			c->c_rd = false;
+		if (n < 0 && errno == EAGAIN)
 			return AB_EG_WAIT;
-		}
 		return abort_request (c, "client closed during the request body");
 	}
 }
@@ -393,23 +404,16 @@ pump_response (struct ab_egress_conn_s *c)
 		ssize_t n;
 
 		if (ab_iobuf_len (&c->cout) > 0 || rq->uin_ready > 0) {
-			size_t head;
 			if (!c->c_wr)
 				return AB_EG_WAIT;
-			n = ab_egress_writev2 (c->cfd, &c->cout, ab_iobuf_peek (&c->uin),
-			                       rq->uin_ready);
-			if (n < 0 && errno == EAGAIN) {
-				c->c_wr = false;
-				return AB_EG_WAIT;
-			}
+			n = send_pair (c->cfd, &c->cout, ab_iobuf_peek (&c->uin), rq->uin_ready,
+			               &c->c_wr);
 			if (n < 0)
-				return abort_request (c, "client write failed");
-			head = (size_t)n < ab_iobuf_len (&c->cout) ? (size_t)n
-			                                           : ab_iobuf_len (&c->cout);
-			ab_iobuf_consume (&c->cout, head);
-			ab_iobuf_consume (&c->uin, (size_t)n - head);
-			rq->uin_ready -= (size_t)n - head;
-			rq->bytes_down += (size_t)n - head;
+				return errno == EAGAIN ? AB_EG_WAIT
+				                       : abort_request (c, "client write failed");
+			ab_iobuf_consume (&c->uin, (size_t)n);
+			rq->uin_ready -= (size_t)n;
+			rq->bytes_down += (size_t)n;
 			c->t_last = ab_egress_now_us ();
 			if (--budget == 0) {
 				ab_egress_conn_yield (c);
@@ -445,10 +449,8 @@ pump_response (struct ab_egress_conn_s *c)
 			c->t_last = ab_egress_now_us ();
 			continue;
 		}
-		if (n < 0 && errno == EAGAIN) {
-			c->u_rd = false;
+		if (n < 0 && errno == EAGAIN)
 			return AB_EG_WAIT;
-		}
 		return upstream_eof (c);
 	}
 }

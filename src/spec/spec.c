@@ -1,5 +1,6 @@
 #include "spec/spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,4 +160,35 @@ ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 			return ab_error (err, 0, AB_E_INVALID, "hostname '%s' has invalid characters",
 			                 spec->hostname);
 	return 0;
+}
+
+void
+ab_spec_setenv (struct ab_spec_s *spec, const char *kv)
+{
+	size_t klen = strcspn (kv, "="), n = 0;
+
+	for (; spec->env && spec->env[n]; n++)
+		if (strncmp (spec->env[n], kv, klen) == 0 && spec->env[n][klen] == '=') {
+			free (spec->env[n]);
+			spec->env[n] = xstrdup (kv);
+			return;
+		}
+	ab_strv_push (&spec->env, kv);
+}
+
+/* Tools find the sandbox's only way out through the usual variables, in
+ * both spellings (curl reads only the lower-case http_proxy). */
+void
+ab_spec_add_proxy_env (struct ab_spec_s *spec)
+{
+	static const char *const vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+		                            "http_proxy", "https_proxy", "all_proxy" };
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		snprintf (buf, sizeof buf, "%s=http://127.0.0.1:%d", vars[i], AB_EGRESS_PORT);
+		ab_spec_setenv (spec, buf);
+	}
+	ab_spec_setenv (spec, "NO_PROXY=localhost,127.0.0.1,::1");
+	ab_spec_setenv (spec, "no_proxy=localhost,127.0.0.1,::1");
 }

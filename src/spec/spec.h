@@ -86,6 +86,11 @@ struct ab_spec_s {
 
 void ab_spec_init (struct ab_spec_s *spec);
 void ab_spec_free (struct ab_spec_s *spec);
+/* Set KEY=VALUE in spec->env, replacing an existing KEY. */
+void ab_spec_setenv (struct ab_spec_s *spec, const char *kv);
+/* --network proxy: HTTP(S)_PROXY, ALL_PROXY, NO_PROXY and lower-case twins. */
+void ab_spec_add_proxy_env (struct ab_spec_s *spec);
+
 /* Append a copy of s to a NULL-terminated vector. */
 void ab_strv_push (char ***v, const char *s);
 
