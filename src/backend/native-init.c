@@ -68,9 +68,18 @@ await_go (int sync_fd, char want, int *fd)
 	size_t n = 0;
 	char go = 0;
 
+	ssize_t got;
+
 	*fd = -1;
-	if (ab_recv_with_fds (sync_fd, &go, 1, fd, 1, &n) != 1 || go != want)
-		_exit (125); /* the monitor is gone or failed: it reports why */
+	got = ab_recv_with_fds (sync_fd, &go, 1, fd, 1, &n);
+	if (got == 1 && go == want)
+		return;
+	if (got == 1) { /* a protocol slip between us and the monitor: say so */
+		ab_error_t err = AB_ERROR_INIT;
+		ab_error (&err, 0, AB_E_INTERNAL, "expected message '%c' from the monitor, got '%c'", want, go);
+		init_fail (sync_fd, &err);
+	}
+	_exit (125); /* the monitor is gone or failed: it reports why */
 }
 
 static int

@@ -172,18 +172,30 @@ reap_idmap_helpers (struct monitor_s *m)
 	}
 }
 
-static void __attribute__ ((noreturn))
-monitor_fail (struct monitor_s *m, const ab_error_t *err)
+/* Init's failure message, if it sent one.  When init died with our
+ * messages unread, the first recv reports ECONNRESET (the kernel flags the
+ * peer of a socket closed with a non-empty queue) and only the next one
+ * returns what init wrote. */
+static ssize_t
+read_init_error (struct monitor_s *m)
 {
 	ssize_t n = -1;
 
+	for (int tries = 0; tries < 2 && m->sync_fd >= 0; tries++) {
+		n = recv (m->sync_fd, m->report.error, sizeof m->report.error - 1, MSG_DONTWAIT);
+		if (n >= 0 || errno != ECONNRESET)
+			break;
+	}
+	m->report.error[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+static void __attribute__ ((noreturn))
+monitor_fail (struct monitor_s *m, const ab_error_t *err)
+{
 	/* When init failed first (our send then fails with EPIPE), its own
 	 * message is already queued on the sync socket: it is the real reason. */
-	if (m->sync_fd >= 0)
-		n = recv (m->sync_fd, m->report.error, sizeof m->report.error - 1, MSG_DONTWAIT);
-	if (n > 0)
-		m->report.error[n] = '\0';
-	else
+	if (read_init_error (m) <= 0)
 		snprintf (m->report.error, sizeof m->report.error, "%s", err->msg);
 	if (m->init_pid > 0) {
 		kill (m->init_pid, SIGKILL);
@@ -315,10 +327,8 @@ collect (struct monitor_s *m, int status, const struct rusage *ru)
 {
 	struct ab_cgroup_stats_s st = {0};
 	ab_error_t err = AB_ERROR_INIT;
-	ssize_t n;
 
-	n = recv (m->sync_fd, m->report.error, sizeof m->report.error - 1, MSG_DONTWAIT);
-	m->report.error[n > 0 ? n : 0] = '\0';
+	read_init_error (m);
 	m->report.cpu_ns = (uint64_t) (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL
 	                   + (uint64_t) (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
 	m->report.peak_memory = (uint64_t) ru->ru_maxrss * 1024;

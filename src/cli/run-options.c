@@ -332,17 +332,17 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 		set_string (&spec->workspace, cwd);
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long (argc, argv, "+e:w:u:th", run_options, NULL)) != -1) {
+	while ((opt = getopt_long (argc, argv, "+:e:w:u:th", run_options, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs (run_usage, stdout);
 			exit (0);
 		}
 		if (opt == '?' || opt == ':') {
 			const char *bad = argv[optind - 1];
+			/* A leading ':' in the option string makes getopt report a
+			 * missing value as ':', apart from an unknown option. */
 			return ab_error (err, 0, AB_E_INVALID, "run: %s option '%s' (see agentbox run --help)",
-			                 opt == ':' || (optopt && strchr ("ewu", optopt)) ? "missing value for"
-			                                                                   : "unknown",
-			                 bad);
+			                 opt == ':' ? "missing value for" : "unknown", bad);
 		}
 		if (apply_option (spec, &env, opt, optarg, err) < 0)
 			return -1;

@@ -96,6 +96,10 @@ capture_image_root (struct ab_rootfs_s *rf, const char *dir, ab_error_t *err)
 	cleanup_dir DIR *d = NULL;
 	struct dirent *de;
 
+	if (fd < 0 && errno == EACCES)
+		return ab_error (err, errno, AB_E_INVALID,
+		                 "rootfs %s (the sandbox's root must be able to reach it: no 0700 parent directory)",
+		                 dir);
 	if (fd < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_INVALID,
 		                 "rootfs %s", dir);

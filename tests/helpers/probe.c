@@ -46,7 +46,7 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 #define KEYCTL_JOIN_SESSION_KEYRING 1
-#define PROBE_MAX_WAIT_S 60
+#define PROBE_MAX_WAIT_S            60
 
 static const char *probe_name = "probe";
 
@@ -91,7 +91,7 @@ spawn_idle_child (int seconds)
 {
 	pid_t pid = fork ();
 	if (pid == 0) {
-		alarm ((unsigned) seconds);
+		alarm ((unsigned)seconds);
 		for (;;)
 			pause ();
 	}
@@ -112,7 +112,7 @@ reap (pid_t pid)
 static int
 p_ptrace (int argc, char **argv)
 {
-	pid_t target = argc > 0 ? (pid_t) atoi (argv[0]) : spawn_idle_child (5);
+	pid_t target = argc > 0 ? (pid_t)atoi (argv[0]) : spawn_idle_child (5);
 	long rc = ptrace (PTRACE_ATTACH, target, NULL, NULL);
 	int e = errno;
 	if (rc == 0)
@@ -126,7 +126,7 @@ static int
 p_process_vm (int argc, char **argv)
 {
 	char buf[16], src[16] = "secret";
-	pid_t target = argc > 0 ? (pid_t) atoi (argv[0]) : spawn_idle_child (5);
+	pid_t target = argc > 0 ? (pid_t)atoi (argv[0]) : spawn_idle_child (5);
 	struct iovec local = { buf, sizeof buf }, remote = { src, sizeof src };
 	long rc = syscall (SYS_process_vm_readv, target, &local, 1UL, &remote, 1UL, 0UL);
 	int e = errno;
@@ -208,12 +208,13 @@ p_unshare_mount (int argc, char **argv)
 static int
 p_clone_user (int argc, char **argv)
 {
-	long rc = syscall (SYS_clone, (unsigned long) (CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL, 0UL);
+	long rc = syscall (SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL,
+	                   0UL);
 	int e = errno;
 	if (rc == 0)
 		_exit (0);
 	if (rc > 0)
-		waitpid ((pid_t) rc, NULL, 0);
+		waitpid ((pid_t)rc, NULL, 0);
 	return report (rc, e);
 }
 
@@ -229,7 +230,7 @@ p_clone3 (int argc, char **argv)
 	if (rc == 0)
 		_exit (0);
 	if (rc > 0)
-		waitpid ((pid_t) rc, NULL, 0);
+		waitpid ((pid_t)rc, NULL, 0);
 	return report (rc, e);
 }
 
@@ -286,17 +287,17 @@ p_tioclinux (int argc, char **argv)
 	int fd = tty_fd ();
 	if (fd < 0)
 		return report (-1, errno);
-	long rc = syscall (SYS_ioctl, fd, (unsigned long) TIOCLINUX, &subcode);
+	long rc = syscall (SYS_ioctl, fd, (unsigned long)TIOCLINUX, &subcode);
 	return report (rc, errno);
 }
 
 static int
 p_personality (int argc, char **argv)
 {
-	long rc = syscall (SYS_personality, (unsigned long) READ_IMPLIES_EXEC);
+	long rc = syscall (SYS_personality, (unsigned long)READ_IMPLIES_EXEC);
 	int e = errno;
 	if (rc >= 0)
-		syscall (SYS_personality, (unsigned long) rc);
+		syscall (SYS_personality, (unsigned long)rc);
 	return report (rc, e);
 }
 
@@ -305,8 +306,8 @@ static int
 p_int80 (int argc, char **argv)
 {
 	long rc;
-	__asm__ volatile ("int $0x80" : "=a"(rc) : "a"(20L) : "memory", "rcx", "r11");
-	return report (rc >= 0 ? rc : -1, rc >= 0 ? 0 : (int) -rc);
+	__asm__ volatile("int $0x80" : "=a"(rc) : "a"(20L) : "memory", "rcx", "r11");
+	return report (rc >= 0 ? rc : -1, rc >= 0 ? 0 : (int)-rc);
 }
 
 /* The x32 ABI: getpid (39) with __X32_SYSCALL_BIT. */
@@ -342,13 +343,14 @@ p_connect (int argc, char **argv)
 {
 	if (argc < 2)
 		return report (-1, EINVAL);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) atoi (argv[1])) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+		                  .sin_port = htons ((uint16_t)atoi (argv[1])) };
 	if (inet_pton (AF_INET, argv[0], &sa.sin_addr) != 1)
 		return report (-1, EINVAL);
 	int fd = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return report (-1, errno);
-	int rc = connect_wait (fd, (struct sockaddr *) &sa, sizeof sa);
+	int rc = connect_wait (fd, (struct sockaddr *)&sa, sizeof sa);
 	int e = errno;
 	close (fd);
 	return report (rc, e);
@@ -366,7 +368,7 @@ unix_addr (struct sockaddr_un *su, const char *name)
 	memcpy (su->sun_path, name, n);
 	if (name[0] == '@')
 		su->sun_path[0] = '\0';
-	return (socklen_t) (offsetof (struct sockaddr_un, sun_path) + n + (name[0] == '@' ? 0 : 1));
+	return (socklen_t)(offsetof (struct sockaddr_un, sun_path) + n + (name[0] == '@' ? 0 : 1));
 }
 
 static int
@@ -379,7 +381,7 @@ p_connect_unix (int argc, char **argv)
 	int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return report (-1, errno);
-	int rc = connect (fd, (struct sockaddr *) &su, len);
+	int rc = connect (fd, (struct sockaddr *)&su, len);
 	int e = errno;
 	close (fd);
 	return report (rc, e);
@@ -407,8 +409,8 @@ p_listen (int argc, char **argv)
 	int seconds = argc > 0 ? atoi (argv[0]) : 10;
 	inet_pton (AF_INET, "127.0.0.1", &sa.sin_addr);
 	int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0
-	    || getsockname (fd, (struct sockaddr *) &sa, &sl) < 0)
+	if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof sa) < 0
+	    || getsockname (fd, (struct sockaddr *)&sa, &sl) < 0)
 		return report (-1, errno);
 	printf ("%s: %d\n", probe_name, ntohs (sa.sin_port));
 	fflush (stdout);
@@ -424,7 +426,7 @@ p_listen_unix (int argc, char **argv)
 	int seconds = argc > 1 ? atoi (argv[1]) : 10;
 	socklen_t len = unix_addr (&su, argv[0]);
 	int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind (fd, (struct sockaddr *) &su, len) < 0)
+	if (fd < 0 || bind (fd, (struct sockaddr *)&su, len) < 0)
 		return report (-1, errno);
 	printf ("%s: bound\n", probe_name);
 	fflush (stdout);
@@ -445,9 +447,9 @@ p_fds (int argc, char **argv)
 		if (de->d_name[0] == '.' || atoi (de->d_name) == dirfd (d))
 			continue;
 		int n = snprintf (line + used, sizeof line - used, " %s", de->d_name);
-		if (n < 0 || (size_t) n >= sizeof line - used)
+		if (n < 0 || (size_t)n >= sizeof line - used)
 			break;
-		used += (size_t) n;
+		used += (size_t)n;
 	}
 	closedir (d);
 	printf ("%s:%s\n", probe_name, line);
@@ -511,7 +513,7 @@ p_read (int argc, char **argv)
 	size_t total = 0;
 	ssize_t n = 0;
 	while (total < sizeof buf && (n = read (fd, buf + total, sizeof buf - total)) > 0)
-		total += (size_t) n;
+		total += (size_t)n;
 	int e = errno;
 	close (fd);
 	if (n < 0)
@@ -526,7 +528,7 @@ p_kill (int argc, char **argv)
 	if (argc < 1)
 		return report (-1, EINVAL);
 	int sig = argc > 1 ? atoi (argv[1]) : 0;
-	int rc = kill ((pid_t) atoi (argv[0]), sig);
+	int rc = kill ((pid_t)atoi (argv[0]), sig);
 	return report (rc, errno);
 }
 
@@ -548,7 +550,7 @@ static int
 p_forkbomb (int argc, char **argv)
 {
 	int max = argc > 0 ? atoi (argv[0]) : 1000;
-	pid_t *kids = calloc ((size_t) max + 1, sizeof *kids);
+	pid_t *kids = calloc ((size_t)max + 1, sizeof *kids);
 	int n = 0, e = 0;
 	long deadline = now_ms () + 10000;
 	if (!kids)
@@ -576,7 +578,8 @@ p_memhog (int argc, char **argv)
 {
 	long mb = argc > 0 ? atol (argv[0]) : 256;
 	for (long i = 0; i < mb; i++) {
-		char *p = mmap (NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p = mmap (NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		                -1, 0);
 		if (p == MAP_FAILED)
 			return report (-1, errno);
 		memset (p, 0x5a, 1 << 20);
@@ -611,7 +614,7 @@ p_stubborn (int argc, char **argv)
 	if (child == 0) {
 		if (fork () == 0) {
 			setsid ();
-			execl ("/proc/self/exe", "probe", "sleeper", argv[0], (char *) NULL);
+			execl ("/proc/self/exe", "probe", "sleeper", argv[0], (char *)NULL);
 			_exit (127);
 		}
 		_exit (0);

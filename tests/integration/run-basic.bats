@@ -305,7 +305,7 @@ teardown() {
 }
 
 @test "-t: what is typed on the terminal reaches the command" {
-	run -5 bash -c '(sleep 0.5; printf "abc\n"; sleep 2) | timeout -k 2 5 script -qec "$0" /dev/null' \
+	run -5 bash -c '(sleep 0.5; printf "abc\n"; sleep 1) | timeout -k 2 5 script -qec "$0" /dev/null' \
 		"$AGENTBOX run --workspace $WS -t -- sh -c 'read x; echo got-\$x; exit 5'"
 	echo "$output"
 	[[ "$(echo "$output" | crlf)" == *got-abc* ]]

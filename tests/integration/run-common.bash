@@ -267,14 +267,14 @@ assert_nothing_left() {
 }
 
 # in_pty SHELL-COMMAND: run it on a fresh pty (script(1)), bounded in time.
-# script's stdin stays open and silent: at EOF script would "type" the
-# terminal's VEOF character, which is NUL once agentbox has made the
-# terminal raw, and that byte would be echoed into the output.
+# script's stdin is a FIFO it holds open for writing itself, so it never
+# sees data nor EOF: at EOF script would "type" the terminal's VEOF
+# character, which is NUL once agentbox has made the terminal raw, and that
+# byte would be echoed into the output.
 in_pty() {
-	local rc=0
-	timeout -k 2 "$AB_CALL_TIMEOUT" script -qec "$1" /dev/null < <(exec sleep "$AB_CALL_TIMEOUT" 2>/dev/null) || rc=$?
-	kill "$!" 2>/dev/null || true
-	return "$rc"
+	local fifo="$BATS_TEST_TMPDIR/pty-stdin"
+	[ -p "$fifo" ] || mkfifo "$fifo"
+	timeout -k 2 "$AB_CALL_TIMEOUT" script -qec "$1" /dev/null <>"$fifo"
 }
 
 # Strip the carriage returns a pty adds.
