@@ -140,7 +140,7 @@ ab_native_init (struct ab_native_init_s *in)
 	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &none);
 	if (become_sandbox_root (in, &err) < 0
 	    || (agent = ab_native_agent_mount (in->agent_path, &err)) < 0
-	    || ab_rootfs_capture (in->spec, in->become_root, &rf, &err) < 0
+	    || ab_rootfs_capture (in->spec, in->become_root, in->image_mnt, &rf, &err) < 0
 	    || ab_rootfs_build (in->spec, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);
 	await_go (in->sync_fd, AB_NATIVE_GO_READY, &none);

@@ -12,6 +12,7 @@ struct ab_native_init_s {
 	int sync_fd;      /* to the monitor: "go" in, an error message out */
 	int door_fd;      /* the sandbox's end of the agent connection, or -1 */
 	int listen_fd;    /* service mode: the agent's listening socket, or -1 */
+	int image_mnt;    /* privileged --rootfs: a detached read-only mount of it, or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };

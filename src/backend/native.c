@@ -273,6 +273,13 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	if (m->spec->service_socket
 	    && (in->listen_fd = listen_service_socket (m->spec->service_socket, err)) < 0)
 		monitor_fail (m, err);
+	/* Made here with host rights: the image may sit below a directory the
+	 * sandbox's root cannot traverse (mktemp -d makes them 0700). */
+	if (map.privileged && m->spec->rootfs
+	    && (in->image_mnt = ab_mountfd_clone (AT_FDCWD, m->spec->rootfs,
+	                                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	                                          err)) < 0)
+		monitor_fail (m, err);
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
 		fail_errno (m, err, "socketpair");
 	m->init_pid = ab_sys_clone_fork (NAMESPACES);
@@ -320,6 +327,8 @@ release_inherited (struct ab_native_init_s *in)
 		close (in->door_fd);
 	if (in->listen_fd >= 0)
 		close (in->listen_fd);
+	if (in->image_mnt >= 0)
+		close (in->image_mnt);
 }
 
 static void
@@ -511,7 +520,7 @@ static int
 native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
                ab_error_t *err)
 {
-	struct ab_native_init_s in = {.spec = spec, .door_fd = -1, .listen_fd = -1};
+	struct ab_native_init_s in = {.spec = spec, .door_fd = -1, .listen_fd = -1, .image_mnt = -1};
 	cleanup_free char *agent_path = ab_native_agent_path (err);
 	int door[2] = {-1, -1}, mon[2];
 	pid_t pid;

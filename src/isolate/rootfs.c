@@ -88,8 +88,9 @@ capture_host_root (struct ab_rootfs_s *rf, ab_error_t *err)
 	return 0;
 }
 
+/* `dir` is where the image is reachable now; `name` what the user gave. */
 static int
-capture_image_root (struct ab_rootfs_s *rf, const char *dir, ab_error_t *err)
+capture_image_root (struct ab_rootfs_s *rf, const char *dir, const char *name, ab_error_t *err)
 {
 	size_t n_reserved = sizeof image_reserved_names / sizeof *image_reserved_names;
 	cleanup_close int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -99,22 +100,22 @@ capture_image_root (struct ab_rootfs_s *rf, const char *dir, ab_error_t *err)
 	if (fd < 0 && errno == EACCES)
 		return ab_error (err, errno, AB_E_INVALID,
 		                 "rootfs %s (the sandbox's root must be able to reach it: no 0700 parent directory)",
-		                 dir);
+		                 name);
 	if (fd < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_INVALID,
-		                 "rootfs %s", dir);
+		                 "rootfs %s", name);
 	d = fdopendir (dup (fd));
 	if (!d)
-		return ab_error (err, errno, AB_E_SYSTEM, "read rootfs %s", dir);
+		return ab_error (err, errno, AB_E_SYSTEM, "read rootfs %s", name);
 	while ((errno = 0, de = readdir (d))) {
 		if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
 		    || in_list (de->d_name, image_reserved_names, n_reserved))
 			continue;
 		if (capture_entry (rf, fd, de->d_name, err) < 0)
-			return ab_error_wrap (err, "rootfs %s", dir);
+			return ab_error_wrap (err, "rootfs %s", name);
 	}
 	if (errno)
-		return ab_error (err, errno, AB_E_SYSTEM, "read rootfs %s", dir);
+		return ab_error (err, errno, AB_E_SYSTEM, "read rootfs %s", name);
 	return 0;
 }
 
@@ -137,10 +138,32 @@ capture_mounts (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs
 	return 0;
 }
 
-int
-ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs_s *rf,
-                   ab_error_t *err)
+/* The image as a detached mount made on the host by the privileged
+ * monitor (the sandbox's root may not be able to traverse its path):
+ * attached for a moment at the staging point, its entries captured, then
+ * detached again before the new root takes that place. */
+static int
+capture_image_mount (struct ab_rootfs_s *rf, int image_mnt, const char *name, ab_error_t *err)
 {
+	cleanup_close int target = open (AB_ROOT_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (target < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "open %s", AB_ROOT_STAGING);
+	if (ab_mount_attach (image_mnt, target, "rootfs", err) < 0)
+		return -1;
+	r = capture_image_root (rf, AB_ROOT_STAGING, name, err);
+	if (umount2 (AB_ROOT_STAGING, MNT_DETACH) < 0 && r == 0)
+		r = ab_error (err, errno, AB_E_SYSTEM, "detach the rootfs staging mount");
+	return r;
+}
+
+int
+ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt,
+                   struct ab_rootfs_s *rf, ab_error_t *err)
+{
+	int r;
+
 	memset (rf, 0, sizeof *rf);
 	rf->workspace_fd = rf->root_fd = -1;
 	for (size_t i = 0; i < AB_DEV_NODES; i++)
@@ -150,7 +173,13 @@ ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, struct ab_roo
 		if (rf->workspace_fd < 0)
 			return ab_error_wrap (err, "workspace");
 	}
-	if ((spec->rootfs ? capture_image_root (rf, spec->rootfs, err) : capture_host_root (rf, err)) < 0)
+	if (!spec->rootfs)
+		r = capture_host_root (rf, err);
+	else if (image_mnt >= 0)
+		r = capture_image_mount (rf, image_mnt, spec->rootfs, err);
+	else
+		r = capture_image_root (rf, spec->rootfs, spec->rootfs, err);
+	if (r < 0)
 		return -1;
 	if (capture_mounts (spec, binds_later, rf, err) < 0)
 		return -1;

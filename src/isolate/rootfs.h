@@ -32,9 +32,11 @@ struct ab_rootfs_s {
 
 /* `binds_later`: the workspace and bind mounts will be handed over by the
  * privileged monitor (idmapped) and stored into rf->workspace_fd and
- * rf->mount_fds[] before ab_rootfs_finish; otherwise they are bound here. */
-int ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs_s *rf,
-                       ab_error_t *err);
+ * rf->mount_fds[] before ab_rootfs_finish; otherwise they are bound here.
+ * `image_mnt`: --rootfs as a detached read-only mount made on the host, or
+ * -1 to open spec->rootfs here. */
+int ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt,
+                       struct ab_rootfs_s *rf, ab_error_t *err);
 /* Phase one: the tmpfs root with the image or host entries, /dev, /proc, /tmp. */
 int ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
 /* Phase two: the workspace and the user's mounts, a read-only root,
