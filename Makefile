@@ -92,7 +92,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 deps:
-	scripts/install-deps
+	scripts/install-deps build test
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -116,12 +116,16 @@ demo:
 	$(MAKE) all
 	scripts/demo $(BUILD)/agentbox
 
-# Startup benchmark against bwrap and the unshare floor: prints figures, never fails a build.
+# Benchmarks: each prints its figures next to a reference tool run in the
+# same invocation (bwrap and unshare, host fork+exec, nginx direct and
+# tinyproxy, a direct TLS upstream); none fails a build.
 bench:
-	scripts/install-deps build bench
-	$(MAKE) all
+	scripts/install-deps build test bench
+	$(MAKE) all $(HELPER_BIN)
 	bench/startup $(BUILD)/agentbox
 	bench/exec $(BUILD)/agentbox
+	bench/egress $(BUILD)/agentbox
+	bench/credential $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
