@@ -65,14 +65,15 @@ ab_audit_failures (const struct ab_audit_s *a)
 
 /* RFC 3339 UTC with milliseconds: "2025-01-31T12:34:56.789Z". */
 static void
-format_time (const struct timespec *ts, char buf[32])
+format_time (const struct timespec *ts, char buf[64])
 {
 	struct tm tm;
 	time_t s = ts->tv_sec;
+	size_t n;
 
 	gmtime_r (&s, &tm);
-	snprintf (buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	          tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000);
+	n = strftime (buf, 64, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf (buf + n, 64 - n, ".%03dZ", (int)(ts->tv_nsec / 1000000));
 }
 
 static void
@@ -85,7 +86,7 @@ set_str (json_t *o, const char *key, const char *v)
 char *
 ab_audit_format (const struct ab_audit_record_s *r)
 {
-	char when[32];
+	char when[64];
 	json_t *o = json_object ();
 	char *s;
 

@@ -38,8 +38,8 @@ check_head (const char *buf, size_t len, bool request)
 		abort ();
 	for (unsigned i = 0; i < h.n_fields; i++) {
 		const struct ab_http_field_s *f = &fields[i];
-		if (f->name < buf || f->name + f->name_len > buf + len || f->value < buf ||
-		    f->value + f->value_len > buf + len || f->name_len == 0)
+		if (f->name < buf || f->name + f->name_len > buf + len || f->value < buf
+		    || f->value + f->value_len > buf + len || f->name_len == 0)
 			abort ();
 		if (memchr (f->value, '\r', f->value_len) || memchr (f->value, '\n', f->value_len))
 			abort ();
@@ -48,10 +48,10 @@ check_head (const char *buf, size_t len, bool request)
 		struct ab_http_uri_s u;
 		ab_http_uri_kind k = ab_http_split_uri (h.target, h.target_len, &u);
 		if (k == AB_URI_HTTP || k == AB_URI_HTTPS || k == AB_URI_OTHER_SCHEME) {
-			if (u.authority_len == 0 || memchr (u.authority, '@', u.authority_len) ||
-			    memchr (u.authority, '/', u.authority_len) ||
-			    memchr (u.authority, '?', u.authority_len) ||
-			    memchr (u.authority, '#', u.authority_len))
+			if (u.authority_len == 0 || memchr (u.authority, '@', u.authority_len)
+			    || memchr (u.authority, '/', u.authority_len)
+			    || memchr (u.authority, '?', u.authority_len)
+			    || memchr (u.authority, '#', u.authority_len))
 				abort ();
 		}
 	}
@@ -70,8 +70,8 @@ check_head_end (const char *buf, size_t len)
 	if (whole != step)
 		abort ();
 	if (whole > 0) {
-		check_head (buf, (size_t) whole, true);
-		check_head (buf, (size_t) whole, false);
+		check_head (buf, (size_t)whole, true);
+		check_head (buf, (size_t)whole, false);
 	}
 }
 
@@ -84,7 +84,7 @@ check_chunked (const char *buf, size_t len)
 
 	ab_http_chunked_init (&a);
 	whole = ab_http_chunked_advance (&a, buf, len, &e);
-	if (whole > (ssize_t) len)
+	if (whole > (ssize_t)len)
 		abort ();
 	ab_http_chunked_init (&b);
 	for (size_t i = 0; i < len && !b.done; i++) {
@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-	const char *buf = (const char *) data;
+	const char *buf = (const char *)data;
 
 	if (size > 8192)
 		return 0;
