@@ -105,8 +105,13 @@ unit-asan:
 integration: all $(HELPER_BIN)
 	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) bats --print-output-on-failure tests/integration
 
+# gcc and clang must both build the tree without a warning.
+clang-build:
+	$(MAKE) BUILD=$(BUILD)/clang CC=clang-14 all
+
 check: deps
 	$(MAKE) all
+	$(MAKE) clang-build
 	$(MAKE) unit
 	$(MAKE) unit-asan
 	$(MAKE) integration
