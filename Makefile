@@ -39,7 +39,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-asan integration deps format format-check
+.PHONY: all check demo bench install clean unit unit-asan integration deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
