@@ -251,18 +251,20 @@ host_snapshot() {
 	agentbox_temp_files
 }
 
-# Compare the snapshot in $1 with now; print the difference and fail if any.
-# Retries for at most 3 s to let a killed sandbox finish its teardown.
+# Compare the snapshot in $1 with now; print what is new and fail if
+# anything is.  Only additions count: something of another run that ended
+# meanwhile is not ours to judge.  Retries for at most 3 s to let a killed
+# sandbox finish its teardown.
 assert_nothing_left() {
 	local before="$1" i
 	for ((i = 0; i < 30; i++)); do
-		if diff <(cat "$before") <(host_snapshot) >/dev/null; then
+		if [ -z "$(comm -13 <(sort "$before") <(host_snapshot | sort))" ]; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	echo "left behind on the host (< before, > after):" >&2
-	diff <(cat "$before") <(host_snapshot) >&2
+	echo "left behind on the host:" >&2
+	comm -13 <(sort "$before") <(host_snapshot | sort) >&2
 	return 1
 }
 
