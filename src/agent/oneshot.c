@@ -29,11 +29,18 @@
 #include "agent/service.h"
 #include "proto/proto.h"
 
+#define AB_ONESHOT_MAX_LISTEN 4
+
 struct agent_s {
 	int door;
 	int sigfd;
 	int timerfd;
-	int egress; /* listener on 127.0.0.1:PORT for --network proxy, or -1 */
+	/* Listeners on 127.0.0.1:PORT asked for before EXEC (egress proxy,
+	 * credential proxy): each connection goes to the host, tagged with
+	 * the port it came in on. */
+	int listen_fd[AB_ONESHOT_MAX_LISTEN];
+	uint16_t listen_port[AB_ONESHOT_MAX_LISTEN];
+	size_t n_listen;
 	struct ab_child_s child;
 	bool timed_out;
 	bool in_grace;
@@ -57,15 +64,18 @@ send_error (int door, const ab_error_t *e)
 }
 
 static void
-on_egress (struct agent_s *a)
+on_listener (struct agent_s *a, size_t i)
 {
 	ab_error_t err = AB_ERROR_INIT;
+	struct ab_tlv_writer_s w = { 0 };
 	int c;
 
-	while ((c = accept4 (a->egress, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		ab_frame_send (a->door, AB_MSG_EGRESS_CONN, 0, NULL, 0, &c, 1, &err);
+	ab_tlv_put_u32 (&w, AB_TAG_PORT, a->listen_port[i]);
+	while ((c = accept4 (a->listen_fd[i], NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		ab_frame_send (a->door, AB_MSG_EGRESS_CONN, 0, w.buf, w.len, &c, 1, &err);
 		close (c); /* the host holds it now */
 	}
+	ab_tlv_writer_free (&w);
 }
 
 static int
@@ -176,14 +186,15 @@ on_door (struct agent_s *a)
 
 static void __attribute__ ((noreturn)) serve (struct agent_s *a)
 {
-	struct pollfd p[4] = {
+	struct pollfd p[3 + AB_ONESHOT_MAX_LISTEN] = {
 		{ .fd = a->door, .events = POLLIN },
 		{ .fd = a->sigfd, .events = POLLIN },
 		{ .fd = a->timerfd, .events = POLLIN },
-		{ .fd = a->egress, .events = POLLIN },
 	};
+	for (size_t i = 0; i < a->n_listen; i++)
+		p[3 + i] = (struct pollfd){ .fd = a->listen_fd[i], .events = POLLIN };
 	for (;;) {
-		if (poll (p, 4, -1) < 0) {
+		if (poll (p, 3 + a->n_listen, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			die_silently (1);
@@ -192,8 +203,9 @@ static void __attribute__ ((noreturn)) serve (struct agent_s *a)
 			reap (a);
 		if (p[2].revents)
 			on_timer (a);
-		if (p[3].revents)
-			on_egress (a);
+		for (size_t i = 0; i < a->n_listen; i++)
+			if (p[3 + i].revents)
+				on_listener (a, i);
 		if (p[0].revents)
 			on_door (a);
 	}
@@ -216,7 +228,25 @@ read_port (const struct ab_frame_s *f, uint16_t *port, ab_error_t *err)
 	return 0;
 }
 
-/* Messages before EXEC set the sandbox up (today: the egress listener). */
+static int
+add_listener (struct agent_s *a, uint16_t port, ab_error_t *err)
+{
+	int fd;
+
+	for (size_t i = 0; i < a->n_listen; i++)
+		if (a->listen_port[i] == port)
+			return 0; /* asked twice: one listener */
+	if (a->n_listen == AB_ONESHOT_MAX_LISTEN)
+		return ab_error (err, 0, AB_E_LIMIT, "more than %d listeners", AB_ONESHOT_MAX_LISTEN);
+	if ((fd = ab_egress_listen (port, err)) < 0)
+		return -1;
+	a->listen_fd[a->n_listen] = fd;
+	a->listen_port[a->n_listen++] = port;
+	return 0;
+}
+
+/* Messages before EXEC set the sandbox up: EGRESS_LISTEN, once per port
+ * (the egress proxy's, the credential proxy's). */
 static int
 receive_exec (struct agent_s *a, struct ab_exec_msg_s *req, ab_error_t *err)
 {
@@ -231,11 +261,11 @@ receive_exec (struct agent_s *a, struct ab_exec_msg_s *req, ab_error_t *err)
 			                 "host closed the connection before EXEC");
 		if (r < 0)
 			return -1;
-		if (f.type != AB_MSG_EGRESS_LISTEN || a->egress >= 0)
+		if (f.type != AB_MSG_EGRESS_LISTEN)
 			break;
 		r = read_port (&f, &port, err);
 		ab_frame_free (&f);
-		if (r < 0 || (a->egress = ab_egress_listen (port, err)) < 0)
+		if (r < 0 || add_listener (a, port, err) < 0)
 			return -1;
 	}
 	if (f.type != AB_MSG_EXEC) {
@@ -251,7 +281,7 @@ receive_exec (struct agent_s *a, struct ab_exec_msg_s *req, ab_error_t *err)
 void
 ab_oneshot_run (void)
 {
-	struct agent_s a = { .door = AB_AGENT_DOOR_FD, .egress = -1 };
+	struct agent_s a = { .door = AB_AGENT_DOOR_FD };
 	struct ab_exec_msg_s req;
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_tlv_writer_s hello = { 0 };

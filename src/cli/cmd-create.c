@@ -75,6 +75,12 @@ request_from_args (int argc, char **argv, ab_error_t *err)
 		json_decref (req);
 		return NULL;
 	}
+	if (spec.credentials) { /* the daemon has no credential proxy yet */
+		ab_error (err, 0, AB_E_INVALID, "--credential is for agentbox run only (so far)");
+		ab_spec_free (&spec);
+		json_decref (req);
+		return NULL;
+	}
 	s = ab_spec_to_json (&spec, 0);
 	ab_spec_free (&spec);
 	json_object_update (req, s);

@@ -19,7 +19,7 @@ enum {
 	OPT_WORKSPACE = 256, OPT_NO_WORKSPACE, OPT_ROOTFS, OPT_RO, OPT_RW, OPT_TMPFS, OPT_ENV_FILE,
 	OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILL_GRACE, OPT_NOFILE, OPT_NETWORK,
 	OPT_HOSTNAME, OPT_BACKEND, OPT_JSON_RESULT, OPT_NO_TTY, OPT_ALLOW_HOST, OPT_DENY_HOST,
-	OPT_ALLOW_CIDR, OPT_POLICY, OPT_AUDIT_LOG,
+	OPT_ALLOW_CIDR, OPT_POLICY, OPT_AUDIT_LOG, OPT_CREDENTIAL,
 };
 
 static const struct option run_options[] = {
@@ -44,6 +44,7 @@ static const struct option run_options[] = {
 	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
 	{"policy", required_argument, NULL, OPT_POLICY},
 	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+	{"credential", required_argument, NULL, OPT_CREDENTIAL},
 	{"user", required_argument, NULL, 'u'},
 	{"hostname", required_argument, NULL, OPT_HOSTNAME},
 	{"backend", required_argument, NULL, OPT_BACKEND},
@@ -65,6 +66,8 @@ static const char run_usage[] =
 	"  --network none|proxy  --hostname NAME  --backend auto|native\n"
 	"  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
 	"                        --policy FILE  --audit-log FILE|-\n"
+	"  --credential NAME=FILE             an upstream for the credential proxy at\n"
+	"                                     127.0.0.1:8288 inside (repeatable)\n"
 	"  --json-result FILE  -t, --tty | --no-tty\n";
 
 struct env_builder_s {
@@ -273,6 +276,7 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case OPT_ALLOW_CIDR: ab_strv_push (&spec->egress.allow_cidrs, arg); return 0;
 	case OPT_POLICY: return set_string (&spec->egress.policy_file, arg);
 	case OPT_AUDIT_LOG: return set_string (&spec->egress.audit_log, arg);
+	case OPT_CREDENTIAL: ab_strv_push (&spec->credentials, arg); return 0;
 	default: return parse_limit (spec, opt, arg, err);
 	}
 }

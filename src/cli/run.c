@@ -19,6 +19,8 @@
 #include "cli/cli.h"
 #include "isolate/rootfs.h"
 #include "policy/egress-policy.h"
+#include "cli/run-credentials.h"
+#include "session/cred-relay.h"
 #include "session/egress-relay.h"
 #include "session/run-session.h"
 
@@ -136,10 +138,44 @@ write_json_result (const char *path, int code, int sig, const struct ab_run_outc
 	return 0;
 }
 
+/* The host-side services behind the agent's listeners. */
+struct services_s {
+	ab_egress_relay_t *egress; /* --network proxy: 127.0.0.1:3128 */
+	ab_cred_relay_t *cred;     /* --credential: 127.0.0.1:8288 */
+};
+
 static void
-submit_egress (void *relay, int fd)
+route_conn (void *ctx, uint16_t port, int fd)
 {
-	ab_egress_relay_submit (relay, fd);
+	struct services_s *s = ctx;
+
+	if (port == AB_EGRESS_PORT && s->egress)
+		ab_egress_relay_submit (s->egress, fd);
+	else if (port == AB_CRED_PORT && s->cred)
+		ab_cred_relay_submit (s->cred, fd);
+	else
+		close (fd);
+}
+
+/* Threads only now, after every fork of the sandbox (SECURITY.md 12).
+ * Takes the credential configuration's reference. */
+static int
+start_services (const struct ab_spec_s *spec, const char *id, struct ab_cred_config_s *creds,
+                struct services_s *s, struct ab_run_io_s *io, ab_error_t *err)
+{
+	if (creds) {
+		if (!(s->cred = ab_cred_relay_start (creds, err)))
+			return -1;
+		io->listen_ports[io->n_listen++] = AB_CRED_PORT;
+	}
+	if (spec->network == AB_NETWORK_PROXY) {
+		if (!(s->egress = ab_egress_relay_start (&spec->egress, id, err)))
+			return -1;
+		io->listen_ports[io->n_listen++] = AB_EGRESS_PORT;
+	}
+	io->conn = route_conn;
+	io->conn_ctx = s;
+	return 0;
 }
 
 static bool
@@ -151,7 +187,7 @@ want_tty (const struct ab_spec_s *spec)
 }
 
 static int
-run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
+run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error_t *err)
 {
 	const struct ab_backend_ops_s *backend = ab_backend_select (spec->backend, err);
 	struct ab_sandbox_exit_s ex = {0};
@@ -164,25 +200,22 @@ run_in_sandbox (struct ab_spec_s *spec, ab_error_t *err)
 	int code, sig, r;
 	ab_error_t derr = AB_ERROR_INIT;
 
-	ab_egress_relay_t *relay = NULL;
+	struct services_s services = {0};
 
-	if (!backend || plan_stdio (tty, &plan, err) < 0)
+	if (!backend || plan_stdio (tty, &plan, err) < 0
+	    || backend->create (spec, plan.sandbox, &sb, err) < 0) {
+		ab_cred_config_unref (creds);
 		return -1;
-	if (backend->create (spec, plan.sandbox, &sb, err) < 0)
-		return -1;
+	}
 	for (int i = 0; i < 3; i++)
 		if (plan.close_after_create[i] >= 0)
 			close (plan.close_after_create[i]);
 	build_exec (spec, tty, &exec);
-	/* Threads only now, after every fork of the sandbox (SECURITY.md 12). */
-	if (spec->network == AB_NETWORK_PROXY && (relay = ab_egress_relay_start (&spec->egress, sb.id, err))) {
-		plan.io.egress_port = AB_EGRESS_PORT;
-		plan.io.egress_conn = submit_egress;
-		plan.io.egress_ctx = relay;
-	}
-	r = spec->network == AB_NETWORK_PROXY && !relay ? -1
-	                                                : ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
-	ab_egress_relay_stop (relay);
+	r = start_services (spec, sb.id, creds, &services, &plan.io, err);
+	if (r == 0)
+		r = ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
+	ab_egress_relay_stop (services.egress);
+	ab_cred_relay_stop (services.cred);
 	for (size_t i = 0; i < exec.n_rw_paths; i++)
 		free (exec.rw_paths[i]);
 	free (exec.rw_paths);
@@ -220,6 +253,7 @@ int
 ab_cmd_run (int argc, char **argv)
 {
 	struct ab_spec_s spec;
+	struct ab_cred_config_s *creds = NULL;
 	ab_error_t err = AB_ERROR_INIT;
 	int code;
 
@@ -229,7 +263,10 @@ ab_cmd_run (int argc, char **argv)
 		ab_spec_free (&spec);
 		return AB_EXIT_FAILED;
 	}
-	code = check_egress (&spec, &err) < 0 ? -1 : run_in_sandbox (&spec, &err);
+	if (check_egress (&spec, &err) < 0 || ab_run_credentials_prepare (&spec, &creds, &err) < 0)
+		code = -1;
+	else
+		code = run_in_sandbox (&spec, creds, &err);
 	if (code < 0) {
 		ab_cli_report (&err);
 		code = AB_EXIT_FAILED;

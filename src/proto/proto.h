@@ -29,8 +29,10 @@ enum ab_msg_type {
 	AB_MSG_SIGNAL = 4,  /* host -> agent: TAG_SIGNAL, delivered to the command's group */
 	AB_MSG_EXIT = 5,    /* agent -> host: TAG_WAIT_STATUS, TAG_TIMED_OUT, TAG_EXEC_ERRNO */
 	AB_MSG_ERROR = 6,   /* agent -> host: TAG_MESSAGE; the agent could not do what was asked */
-	AB_MSG_EGRESS_LISTEN = 7, /* host -> agent, before EXEC: TAG_PORT; listen on 127.0.0.1 */
-	AB_MSG_EGRESS_CONN = 8,   /* agent -> host: one accepted connection, its fd by SCM_RIGHTS */
+	AB_MSG_EGRESS_LISTEN = 7, /* host -> agent, before EXEC: TAG_PORT; listen on 127.0.0.1
+	                             (one-shot: once per port, up to 4) */
+	AB_MSG_EGRESS_CONN = 8,   /* agent -> host: one accepted connection, its fd by SCM_RIGHTS;
+	                             one-shot: TAG_PORT = the port it came in on */
 
 	/* Version 2 (docs/protocol-v2.md).  Requests carry TAG_REQ_ID and are
 	 * answered by exactly one OK or FAIL (FILE_LIST may answer with several

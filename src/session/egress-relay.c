@@ -1,28 +1,19 @@
 #include "session/egress-relay.h"
 
-#include <errno.h>
-#include <event2/event.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "base/fd.h"
 #include "base/xalloc.h"
 #include "net/audit.h"
 #include "net/egress-proxy.h"
 #include "policy/egress-policy.h"
+#include "session/fd-relay.h"
 
 struct ab_egress_relay_s {
-	struct event_base *base;
-	struct event *wake;
+	ab_fd_relay_t *thread; /* its own loop and thread (fd-relay.h) */
 	ab_egress_proxy_t *proxy;
 	struct ab_egress_policy_s *policy;
 	struct ab_audit_s *audit;
 	char *sandbox_id;
-	int pipe[2]; /* fds to serve travel as ints; -1 means stop */
-	pthread_t thread;
 };
 
 struct ab_egress_policy_s *
@@ -49,45 +40,25 @@ ab_egress_policy_from_spec (const struct ab_egress_spec_s *egress, ab_error_t *e
 }
 
 static void
-on_wake (evutil_socket_t fd, short what, void *arg)
+serve_conn (void *arg, int fd)
 {
 	ab_egress_relay_t *r = arg;
-	int conn;
 	ab_error_t err = AB_ERROR_INIT;
 
-	while (read (fd, &conn, sizeof conn) == (ssize_t) sizeof conn) {
-		if (conn < 0) {
-			event_base_loopbreak (r->base);
-			return;
-		}
-		ab_egress_proxy_serve_fd (r->proxy, conn, r->sandbox_id, NULL, &err);
-	}
-}
-
-static void *
-run_loop (void *arg)
-{
-	ab_egress_relay_t *r = arg;
-	event_base_dispatch (r->base);
-	return NULL;
+	ab_egress_proxy_serve_fd (r->proxy, fd, r->sandbox_id, NULL, &err);
 }
 
 static void
 relay_free (ab_egress_relay_t *r)
 {
+	ab_fd_relay_stop (r->thread);
 	if (r->proxy)
 		ab_egress_proxy_free (r->proxy);
-	if (r->wake)
-		event_free (r->wake);
-	if (r->base)
-		event_base_free (r->base);
+	ab_fd_relay_free (r->thread);
 	if (r->audit)
 		ab_audit_close (r->audit);
 	if (r->policy)
 		ab_egress_policy_free (r->policy);
-	for (int i = 0; i < 2; i++)
-		if (r->pipe[i] >= 0)
-			close (r->pipe[i]);
 	free (r->sandbox_id);
 	free (r);
 }
@@ -101,21 +72,14 @@ relay_init (ab_egress_relay_t *r, const struct ab_egress_spec_s *egress, ab_erro
 		return -1;
 	if (egress->audit_log && !(r->audit = ab_audit_open (egress->audit_log, err)))
 		return -1;
-	if (pipe2 (r->pipe, O_CLOEXEC) < 0 || ab_set_nonblock (r->pipe[0], 1) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
-	if (!(r->base = event_base_new ()))
-		return ab_error (err, 0, AB_E_SYSTEM, "event_base_new");
+	if (!(r->thread = ab_fd_relay_new (err)))
+		return -1;
 	cfg.policy = r->policy;
 	cfg.audit = r->audit;
 	ab_egress_limits_default (&cfg.limits);
-	if (!(r->proxy = ab_egress_proxy_new (r->base, &cfg, err)))
+	if (!(r->proxy = ab_egress_proxy_new (ab_fd_relay_base (r->thread), &cfg, err)))
 		return -1;
-	r->wake = event_new (r->base, r->pipe[0], EV_READ | EV_PERSIST, on_wake, r);
-	if (!r->wake || event_add (r->wake, NULL) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "egress relay event");
-	if ((errno = pthread_create (&r->thread, NULL, run_loop, r)) != 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "egress relay thread");
-	return 0;
+	return ab_fd_relay_start (r->thread, serve_conn, r, err);
 }
 
 ab_egress_relay_t *
@@ -124,7 +88,6 @@ ab_egress_relay_start (const struct ab_egress_spec_s *egress, const char *sandbo
 {
 	ab_egress_relay_t *r = xcalloc (1, sizeof *r);
 
-	r->pipe[0] = r->pipe[1] = -1;
 	r->sandbox_id = xstrdup (sandbox_id);
 	if (relay_init (r, egress, err) < 0) {
 		relay_free (r);
@@ -136,19 +99,12 @@ ab_egress_relay_start (const struct ab_egress_spec_s *egress, const char *sandbo
 void
 ab_egress_relay_submit (ab_egress_relay_t *r, int fd)
 {
-	/* A pipe write of <= PIPE_BUF bytes is atomic; the loop drains it. */
-	if (ab_write_all (r->pipe[1], &fd, sizeof fd) < 0)
-		close (fd);
+	ab_fd_relay_submit (r->thread, fd);
 }
 
 void
 ab_egress_relay_stop (ab_egress_relay_t *r)
 {
-	int stop = -1;
-
-	if (!r)
-		return;
-	ab_write_all (r->pipe[1], &stop, sizeof stop);
-	pthread_join (r->thread, NULL);
-	relay_free (r);
+	if (r)
+		relay_free (r);
 }

@@ -124,6 +124,23 @@ read_tlvs (const struct ab_frame_s *f, struct ab_run_outcome_s *out, ab_error_t 
 	return k;
 }
 
+/* The listening port an EGRESS_CONN came in on; an agent that sends no
+ * TAG_PORT has one listener, the first asked for. */
+static uint16_t
+conn_port (const struct ab_frame_s *f, const struct ab_run_io_s *io)
+{
+	ab_error_t ignored = AB_ERROR_INIT;
+	struct ab_tlv_reader_s rd;
+	struct ab_tlv_s t;
+	uint32_t v;
+
+	ab_tlv_reader_init (&rd, f->payload, f->length);
+	while (ab_tlv_next (&rd, &t, &ignored) > 0)
+		if (t.tag == AB_TAG_PORT && ab_tlv_u32 (&t, &v, &ignored) == 0 && v && v <= 65535)
+			return (uint16_t) v;
+	return io->listen_ports[0];
+}
+
 static int
 on_door (struct relay_s *r, ab_error_t *err)
 {
@@ -139,8 +156,8 @@ on_door (struct relay_s *r, ab_error_t *err)
 	if (n_fds && f.type == AB_MSG_STARTED && r->pty < 0) {
 		r->pty = fds[0];
 		sync_winsize (r);
-	} else if (n_fds && f.type == AB_MSG_EGRESS_CONN && r->io->egress_conn) {
-		r->io->egress_conn (r->io->egress_ctx, fds[0]);
+	} else if (n_fds && f.type == AB_MSG_EGRESS_CONN && r->io->conn && r->io->n_listen) {
+		r->io->conn (r->io->conn_ctx, conn_port (&f, r->io), fds[0]);
 	} else if (n_fds) {
 		close (fds[0]);
 	}
@@ -249,8 +266,8 @@ ab_run_session (int door, const struct ab_exec_msg_s *exec, struct ab_run_io_s *
 	memset (out, 0, sizeof *out);
 	if ((r.sigfd = block_signals (&old, err)) < 0)
 		return err->kind != AB_E_NONE ? -1 : ab_error (err, errno, AB_E_SYSTEM, "signalfd");
-	if (io->egress_port) {
-		ab_tlv_put_u32 (&w, AB_TAG_PORT, io->egress_port);
+	for (size_t i = 0; i < io->n_listen; i++) {
+		ab_tlv_put_u32 (&w, AB_TAG_PORT, io->listen_ports[i]);
 		rc = ab_frame_send (door, AB_MSG_EGRESS_LISTEN, 0, w.buf, w.len, NULL, 0, err);
 		w.len = 0;
 		if (rc < 0)

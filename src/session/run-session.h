@@ -11,6 +11,8 @@
 #include "base/error.h"
 #include "proto/exec-msg.h"
 
+#define AB_RUN_MAX_LISTEN 4
+
 struct ab_run_io_s {
 	/* Host-side relays: pipes the sandbox writes into (or reads from)
 	 * that this side copies to/from the caller's own fds; -1 = passed
@@ -19,11 +21,15 @@ struct ab_run_io_s {
 	int relay_out;  /* read end: copied to caller's stdout */
 	int relay_err;  /* read end: copied to caller's stderr */
 	bool raw_terminal; /* put the caller's terminal in raw mode for a pty */
-	/* --network proxy: the port the agent listens on inside, and where
-	 * each connection it hands over goes (ownership passes). */
-	uint16_t egress_port;
-	void (*egress_conn) (void *ctx, int fd);
-	void *egress_ctx;
+	/* Ports the agent listens on at 127.0.0.1 inside (the egress proxy's,
+	 * the credential proxy's), asked for before EXEC, and where each
+	 * connection it hands over goes, with the port it came in on
+	 * (ownership of fd passes).  An agent that does not tag the port
+	 * (one listener only) means the first. */
+	uint16_t listen_ports[AB_RUN_MAX_LISTEN];
+	size_t n_listen;
+	void (*conn) (void *ctx, uint16_t port, int fd);
+	void *conn_ctx;
 };
 
 struct ab_run_outcome_s {

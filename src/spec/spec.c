@@ -47,6 +47,7 @@ ab_spec_free (struct ab_spec_s *spec)
 	free (spec->workdir);
 	free (spec->hostname);
 	free (spec->json_result);
+	free_strv (spec->credentials);
 	free (spec->service_socket);
 	free_strv (spec->egress.allow_hosts);
 	free_strv (spec->egress.deny_hosts);

@@ -78,6 +78,7 @@ struct ab_spec_s {
 	ab_tty_mode tty;
 	struct ab_limits_s limits;
 	char *json_result;      /* path on the host, NULL = off */
+	char **credentials;     /* run --credential NAME=FILE (host files), NULL-terminated */
 	/* Service mode: a long-lived sandbox whose agent listens on this host
 	 * unix socket (protocol v2) and whose monitor outlives the caller.
 	 * NULL = one-shot (the caller holds the agent connection). */
