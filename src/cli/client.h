@@ -19,6 +19,7 @@ int ab_cmd_ls (int argc, char **argv);
 int ab_cmd_ps (int argc, char **argv);
 int ab_cmd_inspect (int argc, char **argv);
 int ab_cmd_rm (int argc, char **argv);
+int ab_cmd_port (int argc, char **argv);
 
 struct ab_client_s {
 	char *socket_path;

@@ -17,6 +17,7 @@ static const char usage[] =
 	"  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
 	"  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
 	"  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
+	"  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's sandbox\n"
 	"  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
 	"  credential-proxy serve [OPTIONS] inject API keys upstream (also as t3-credential-proxy)\n"
 	"  preview-bridge <serve|request|websocket-framed|cdp-automation|signal>   (t3-preview-bridge)\n";
@@ -28,7 +29,7 @@ static const struct {
 } daemon_commands[] = {
 	{"serve", ab_cmd_serve},     {"create", ab_cmd_create}, {"exec", ab_cmd_exec},
 	{"cp", ab_cmd_cp},           {"ls", ab_cmd_ls},         {"ps", ab_cmd_ps},
-	{"inspect", ab_cmd_inspect}, {"rm", ab_cmd_rm},
+	{"inspect", ab_cmd_inspect}, {"rm", ab_cmd_rm},           {"port", ab_cmd_port},
 	{"__create-sandbox", ab_daemon_create_child_main},
 };
 

@@ -26,6 +26,8 @@
 #include "spec/spec.h"
 
 #define AB_BOX_ID_LEN 16
+/* The per-sandbox token of the /ports/ proxy: 32 random bytes in hex. */
+#define AB_PORT_TOKEN_LEN 64
 /* How long a non-streaming call may wait for the agent. */
 #define AB_AGENT_CALL_TIMEOUT_MS 30000
 
@@ -52,6 +54,7 @@ struct ab_box_s {
 	pid_t monitor_pid;
 	uint64_t monitor_start; /* /proc/PID/stat starttime: a reused pid is not ours */
 	int pidfd;
+	char port_token[AB_PORT_TOKEN_LEN + 1]; /* fixed once created (api-port.c) */
 	/* network "proxy" (egress.c) */
 	struct ab_egress_relay_s *egress_relay;
 	struct ab_agent_conn_s *egress_conn;
@@ -192,6 +195,12 @@ void ab_api_files_stat (struct ab_req_s *r);
 void ab_api_files_mkdir (struct ab_req_s *r);
 void ab_api_files_move (struct ab_req_s *r);
 void ab_api_exec_ws (struct ab_req_s *r);
+/* api-port.c: the raw stream (routed) and the /ports/ proxy, which the
+ * server dispatches before its own token check (it has its own). */
+void ab_api_port_connect (struct ab_req_s *r);
+void ab_api_port_proxy (struct ab_req_s *r);
+bool ab_port_proxy_target (const struct ab_http_io_s *io);
+void ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1]);
 
 /* Shared by the handlers: the sandbox named in the path, running, or an
  * error response already sent (NULL). */

@@ -347,6 +347,7 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 	make_id (id);
 	b = ab_box_new (d, id);
 	b->state = AB_BOX_CREATING;
+	ab_port_token_new (b->port_token);
 	if (parse_request (b, req, err) < 0 || check_spec (b, err) < 0
 	    || ab_registry_add (d, b, err) < 0) {
 		ab_box_unref (d, b);

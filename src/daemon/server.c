@@ -317,7 +317,12 @@ serve_one (struct conn_s *c, struct ab_http_io_s *io)
 
 	r.method = method;
 	r.close = io->head.conn_close || (io->head.version_minor == 0 && !io->head.conn_keep_alive);
-	if (split_target (&r, io) < 0)
+	if (ab_port_proxy_target (io)) {
+		/* Before the daemon's token: previews carry the sandbox's own port
+		 * token instead (api-port.c), and their paths may hold '%'. */
+		r.path = xstrndup (io->head.target, io->head.target_len);
+		ab_api_port_proxy (&r);
+	} else if (split_target (&r, io) < 0)
 		ab_resp_fail (&r, 400, "invalid", "request target must be an origin-form path");
 	else if (c->tcp && !authorized (c->d, io))
 		ab_resp_fail (&r, 401, "unauthorized", "missing or wrong bearer token");

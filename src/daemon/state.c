@@ -98,8 +98,26 @@ ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               b->backend, "monitor", "pid", (int)b->monitor_pid, "start_time",
 	               (json_int_t)b->monitor_start, "spec",
 	               ab_spec_to_json (&b->spec, AB_SPEC_JSON_INTERNAL));
+	if (b->port_token[0])
+		json_object_set_new (j, "port_token", json_string (b->port_token));
 	pthread_mutex_unlock (&d->lock);
 	return j;
+}
+
+/* A state file written before port tokens existed (or with a damaged
+ * one) gets a fresh token; it is saved with the next state write. */
+static void
+port_token_from_json (struct ab_box_s *b, const json_t *v)
+{
+	const char *t = json_string_value (v);
+	bool ok = t && strlen (t) == AB_PORT_TOKEN_LEN;
+
+	for (size_t i = 0; ok && i < AB_PORT_TOKEN_LEN; i++)
+		ok = (t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f');
+	if (ok)
+		memcpy (b->port_token, t, AB_PORT_TOKEN_LEN + 1);
+	else
+		ab_port_token_new (b->port_token);
 }
 
 int
@@ -137,6 +155,7 @@ ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err)
 	snprintf (b->backend, sizeof b->backend, "%s", backend);
 	b->monitor_pid = pid;
 	b->monitor_start = (uint64_t)start;
+	port_token_from_json (b, json_object_get (j, "port_token"));
 	return 0;
 }
 
@@ -178,6 +197,8 @@ ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               ab_spec_to_json (&b->spec, 0));
 	if (b->ttl_ms)
 		json_object_set_new (j, "ttl_ms", json_integer (b->ttl_ms));
+	if (b->port_token[0])
+		json_object_set_new (j, "port_token", json_string (b->port_token));
 	if (b->dead_reason)
 		json_object_set_new (j, "dead_reason", json_string (b->dead_reason));
 	pthread_mutex_unlock (&d->lock);

@@ -4,7 +4,8 @@
 //
 //   port-peers.js server PORT     inside a sandbox: HTTP on 127.0.0.1:PORT
 //                                 (/hello, /echo: method, url, raw headers,
-//                                 body) and a WebSocket echo (RFC 6455) on
+//                                 body, /bytes?n=N, /digest: size and sha256
+//                                 of the body) and a WebSocket echo (RFC 6455) on
 //                                 any path; prints "READY" once listening
 //   port-peers.js ws HOST PORT PATH [HEADER...]
 //   port-peers.js ws-unix SOCKET PATH [HEADER...]
@@ -56,6 +57,29 @@ function server(port) {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
+      const url = new URL(req.url, 'http://x');
+      if (url.pathname === '/bytes') { // n bytes of a pattern (back-pressure, integrity)
+        const n = Number(url.searchParams.get('n'));
+        const block = Buffer.alloc(65536);
+        for (let i = 0; i < block.length; i++) block[i] = (i * 7 + 3) & 255;
+        res.setHeader('Content-Length', n);
+        let sent = 0;
+        const more = () => {
+          while (sent < n) {
+            const part = block.subarray(0, Math.min(block.length, n - sent));
+            sent += part.length;
+            if (!res.write(part)) return res.once('drain', more);
+          }
+          res.end();
+        };
+        more();
+        return;
+      }
+      if (url.pathname === '/digest') { // size and sha256 of the request body
+        const body = Buffer.concat(chunks);
+        res.end(`${body.length} ${crypto.createHash('sha256').update(body).digest('hex')}\n`);
+        return;
+      }
       if (req.url === '/hello') {
         res.setHeader('Content-Type', 'text/plain');
         res.end('hello from the sandbox\n');

@@ -1,0 +1,17 @@
+/* Copy bytes both ways between two connected stream sockets until both
+ * directions have ended: the raw side of `agentbox port` and of the
+ * daemon's port endpoints (api-port.c).  Half-close is forwarded
+ * (shutdown(SHUT_WR) on the other side at EOF), so protocols that end one
+ * direction first (HTTP/1.0 requests, `nc -N`) keep working. */
+#ifndef AB_DAEMON_RELAY_H
+#define AB_DAEMON_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Blocks until both directions ended or either side failed; counts the
+ * bytes copied each way (a_to_b, b_to_a; either may be NULL).  Closes
+ * neither fd. */
+void ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
+
+#endif
