@@ -47,7 +47,7 @@ now_ms (void)
 {
 	struct timespec t;
 	clock_gettime (CLOCK_MONOTONIC, &t);
-	return (double) t.tv_sec * 1e3 + (double) t.tv_nsec / 1e6;
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 /* One run: spawn, wait, return wall ms; exits on failure. */
@@ -62,12 +62,14 @@ run_once (struct cmd_s *c)
 
 	posix_spawn_file_actions_init (&fa);
 	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen (&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+		posix_spawn_file_actions_addopen (&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY,
+		                                  0);
 	t0 = now_ms ();
 	r = posix_spawnp (&pid, c->argv[0], &fa, NULL, c->argv, environ);
 	posix_spawn_file_actions_destroy (&fa);
 	if (r != 0) {
-		fprintf (stderr, "alternate: %s: cannot start %s: %s\n", c->name, c->argv[0], strerror (r));
+		fprintf (stderr, "alternate: %s: cannot start %s: %s\n", c->name, c->argv[0],
+		         strerror (r));
 		exit (1);
 	}
 	while (wait4 (pid, &status, 0, &ru) < 0)
@@ -90,7 +92,7 @@ run_once (struct cmd_s *c)
 static int
 cmp_double (const void *a, const void *b)
 {
-	double x = *(const double *) a, y = *(const double *) b;
+	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
 }
 
@@ -98,7 +100,7 @@ cmp_double (const void *a, const void *b)
 static double
 percentile (const double *v, size_t n, double p)
 {
-	size_t k = (size_t) (p / 100.0 * (double) n + 0.999999);
+	size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
 	if (k < 1)
 		k = 1;
 	if (k > n)
@@ -121,7 +123,9 @@ parse_cmds (int argc, char **argv, struct cmd_s *cmds)
 
 	while (i < argc) {
 		if (n == MAX_CMDS || i + 1 >= argc) {
-			fprintf (stderr, "alternate: expected NAME CMD [ARGS...] groups separated by :::\n");
+			fprintf (
+			        stderr,
+			        "alternate: expected NAME CMD [ARGS...] groups separated by :::\n");
 			exit (2);
 		}
 		cmds[n].name = argv[i];
@@ -142,7 +146,7 @@ interleave (struct cmd_s *cmds, size_t n, long runs, long warmup)
 		for (size_t c = 0; c < n; c++)
 			run_once (&cmds[c]);
 	for (size_t c = 0; c < n; c++) {
-		cmds[c].samples = calloc ((size_t) runs, sizeof (double));
+		cmds[c].samples = calloc ((size_t)runs, sizeof (double));
 		cmds[c].peak_kib = 0;
 		if (!cmds[c].samples)
 			abort ();
@@ -153,8 +157,8 @@ interleave (struct cmd_s *cmds, size_t n, long runs, long warmup)
 	for (size_t c = 0; c < n; c++) {
 		double *v = cmds[c].samples;
 		double med = median (v, cmds[c].n); /* sorts v */
-		printf ("%s %.3f %.3f %.3f %.3f %ld\n", cmds[c].name, med, percentile (v, cmds[c].n, 90),
-		        v[0], v[cmds[c].n - 1], cmds[c].peak_kib);
+		printf ("%s %.3f %.3f %.3f %.3f %ld\n", cmds[c].name, med,
+		        percentile (v, cmds[c].n, 90), v[0], v[cmds[c].n - 1], cmds[c].peak_kib);
 		free (v);
 	}
 }
@@ -163,7 +167,7 @@ static void
 burst (struct cmd_s *cmds, size_t n, long count, long rounds)
 {
 	for (size_t c = 0; c < n; c++) {
-		cmds[c].samples = calloc ((size_t) rounds, sizeof (double));
+		cmds[c].samples = calloc ((size_t)rounds, sizeof (double));
 		if (!cmds[c].samples)
 			abort ();
 	}
@@ -172,7 +176,7 @@ burst (struct cmd_s *cmds, size_t n, long count, long rounds)
 			double t0 = now_ms ();
 			for (long k = 0; k < count; k++)
 				run_once (&cmds[c]);
-			cmds[c].samples[cmds[c].n++] = (double) count / ((now_ms () - t0) / 1e3);
+			cmds[c].samples[cmds[c].n++] = (double)count / ((now_ms () - t0) / 1e3);
 		}
 	for (size_t c = 0; c < n; c++) {
 		double *v = cmds[c].samples;
@@ -185,13 +189,15 @@ burst (struct cmd_s *cmds, size_t n, long count, long rounds)
 int
 main (int argc, char **argv)
 {
-	struct cmd_s cmds[MAX_CMDS] = {0};
+	struct cmd_s cmds[MAX_CMDS] = { 0 };
 	long a, b;
 	size_t n;
 
 	if (argc < 6 || (strcmp (argv[1], "interleave") != 0 && strcmp (argv[1], "burst") != 0)) {
-		fprintf (stderr, "usage: alternate interleave RUNS WARMUP NAME CMD... [::: NAME CMD...]...\n"
-		                 "       alternate burst COUNT ROUNDS NAME CMD... [::: NAME CMD...]...\n");
+		fprintf (
+		        stderr,
+		        "usage: alternate interleave RUNS WARMUP NAME CMD... [::: NAME CMD...]...\n"
+		        "       alternate burst COUNT ROUNDS NAME CMD... [::: NAME CMD...]...\n");
 		return 2;
 	}
 	a = strtol (argv[2], NULL, 10);

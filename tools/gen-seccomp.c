@@ -29,7 +29,7 @@
 
 #include "isolate/seccomp-profile.h"
 
-#define MAX_NR 1024 /* x86-64 numbers are far below; anything above is a typo */
+#define MAX_NR  1024 /* x86-64 numbers are far below; anything above is a typo */
 #define X32_BIT 0x40000000u
 
 __attribute__ ((noreturn, format (printf, 1, 2))) static void
@@ -63,7 +63,8 @@ resolve (const struct ab_seccomp_syscall_s *sc)
 	if (nr == __NR_SCMP_ERROR) {
 		size_t used = strlen (unknown_names);
 		if (!unknown_nr[sc->nr])
-			snprintf (unknown_names + used, sizeof unknown_names - used, "%s%s", used ? ", " : "", sc->name);
+			snprintf (unknown_names + used, sizeof unknown_names - used, "%s%s",
+			          used ? ", " : "", sc->name);
 		unknown_nr[sc->nr] = true;
 		return sc->nr;
 	}
@@ -75,11 +76,12 @@ resolve (const struct ab_seccomp_syscall_s *sc)
 static uint32_t
 action_of (enum ab_seccomp_action action, int errnum)
 {
-	return action == AB_SECCOMP_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO ((uint32_t) errnum);
+	return action == AB_SECCOMP_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO ((uint32_t)errnum);
 }
 
 static void
-add_rule (scmp_filter_ctx ctx, const char *name, int nr, uint32_t action, unsigned n, const struct scmp_arg_cmp *cmp)
+add_rule (scmp_filter_ctx ctx, const char *name, int nr, uint32_t action, unsigned n,
+          const struct scmp_arg_cmp *cmp)
 {
 	int rc;
 
@@ -99,11 +101,12 @@ static void
 check_unique (void)
 {
 	static unsigned char seen[MAX_NR]; /* 1 = plain table, 2 = argument rules */
-	int otherwise[MAX_NR] = {0};
+	int otherwise[MAX_NR] = { 0 };
 
 	for (size_t i = 0; i < ab_seccomp_n_allowed + ab_seccomp_n_denied; i++) {
-		const struct ab_seccomp_syscall_s *sc = i < ab_seccomp_n_allowed ? &ab_seccomp_allowed[i]
-		                                                                  : &ab_seccomp_denied[i - ab_seccomp_n_allowed].sc;
+		const struct ab_seccomp_syscall_s *sc =
+		        i < ab_seccomp_n_allowed ? &ab_seccomp_allowed[i]
+		                                 : &ab_seccomp_denied[i - ab_seccomp_n_allowed].sc;
 		int nr = resolve (sc);
 		if (seen[nr])
 			fail ("%s is listed twice in the plain tables", sc->name);
@@ -118,7 +121,8 @@ check_unique (void)
 		if (r->otherwise && otherwise[nr]++)
 			fail ("%s has more than one 'otherwise' rule", r->sc.name);
 		if (!r->otherwise && (r->n_conds == 0 || r->n_conds > AB_SECCOMP_MAX_CONDS))
-			fail ("%s: an argument rule needs 1 to %d conditions", r->sc.name, AB_SECCOMP_MAX_CONDS);
+			fail ("%s: an argument rule needs 1 to %d conditions", r->sc.name,
+			      AB_SECCOMP_MAX_CONDS);
 		for (unsigned c = 0; c < r->n_conds; c++)
 			if (r->conds[c].arg > 5 || (r->conds[c].value & ~r->conds[c].mask) != 0)
 				fail ("%s: condition %u can never match", r->sc.name, c);
@@ -139,7 +143,8 @@ add_arg_rule (scmp_filter_ctx ctx, const struct ab_seccomp_arg_rule_s *r)
 		cmp[n++] = SCMP_A0 (SCMP_CMP_GE, 0);
 	} else {
 		for (unsigned c = 0; c < r->n_conds; c++)
-			cmp[n++] = SCMP_CMP (r->conds[c].arg, SCMP_CMP_MASKED_EQ, r->conds[c].mask, r->conds[c].value);
+			cmp[n++] = SCMP_CMP (r->conds[c].arg, SCMP_CMP_MASKED_EQ, r->conds[c].mask,
+			                     r->conds[c].value);
 	}
 	add_rule (ctx, r->sc.name, resolve (&r->sc), action_of (r->action, r->errnum), n, cmp);
 }
@@ -150,7 +155,8 @@ build_filter (void)
 	scmp_filter_ctx ctx;
 
 	if (seccomp_arch_native () != SCMP_ARCH_X86_64)
-		fail ("the profile is for x86-64; this libseccomp's native arch is 0x%x", seccomp_arch_native ());
+		fail ("the profile is for x86-64; this libseccomp's native arch is 0x%x",
+		      seccomp_arch_native ());
 	/* Only the export is used: do not let the build host's kernel decide
 	 * whether KILL_PROCESS (Linux 4.14) may be named. */
 	if (seccomp_api_get () < 3 && seccomp_api_set (3) < 0)
@@ -169,10 +175,12 @@ build_filter (void)
 		fail ("cannot set the optimisation level");
 
 	for (size_t i = 0; i < ab_seccomp_n_allowed; i++)
-		add_rule (ctx, ab_seccomp_allowed[i].name, resolve (&ab_seccomp_allowed[i]), SCMP_ACT_ALLOW, 0, NULL);
+		add_rule (ctx, ab_seccomp_allowed[i].name, resolve (&ab_seccomp_allowed[i]),
+		          SCMP_ACT_ALLOW, 0, NULL);
 	for (size_t i = 0; i < ab_seccomp_n_denied; i++) {
 		const struct ab_seccomp_deny_s *d = &ab_seccomp_denied[i];
-		add_rule (ctx, d->sc.name, resolve (&d->sc), SCMP_ACT_ERRNO ((uint32_t) d->errnum), 0, NULL);
+		add_rule (ctx, d->sc.name, resolve (&d->sc), SCMP_ACT_ERRNO ((uint32_t)d->errnum),
+		          0, NULL);
 	}
 	for (size_t i = 0; i < ab_seccomp_n_arg_rules; i++)
 		add_arg_rule (ctx, &ab_seccomp_arg_rules[i]);
@@ -194,15 +202,17 @@ export_bpf (scmp_filter_ctx ctx, size_t *len)
 		fail ("seccomp_export_bpf: %s", strerror (-rc));
 	if (fstat (fd, &st) < 0)
 		fail ("fstat: %s", strerror (errno));
-	if (st.st_size <= 0 || st.st_size % sizeof *prog != 0 || st.st_size / sizeof *prog > BPF_MAXINSNS)
-		fail ("libseccomp exported %lld bytes, not a usable program", (long long) st.st_size);
-	prog = malloc ((size_t) st.st_size);
+	if (st.st_size <= 0 || st.st_size % sizeof *prog != 0
+	    || st.st_size / sizeof *prog > BPF_MAXINSNS)
+		fail ("libseccomp exported %lld bytes, not a usable program",
+		      (long long)st.st_size);
+	prog = malloc ((size_t)st.st_size);
 	if (prog == NULL)
 		fail ("out of memory");
-	if (pread (fd, prog, (size_t) st.st_size, 0) != st.st_size)
+	if (pread (fd, prog, (size_t)st.st_size, 0) != st.st_size)
 		fail ("reading the exported program back failed");
 	close (fd);
-	*len = (size_t) st.st_size / sizeof *prog;
+	*len = (size_t)st.st_size / sizeof *prog;
 	return prog;
 }
 
@@ -222,30 +232,19 @@ run_bpf (const struct sock_filter *prog, size_t len, const struct seccomp_data *
 		case BPF_LD | BPF_W | BPF_ABS:
 			if (in->k % 4 != 0 || in->k > sizeof *d - 4)
 				fail ("self-check: load from offset %u", in->k);
-			memcpy (&a, (const char *) d + in->k, sizeof a);
+			memcpy (&a, (const char *)d + in->k, sizeof a);
 			break;
-		case BPF_ALU | BPF_AND | BPF_K:
-			a &= in->k;
-			break;
-		case BPF_JMP | BPF_JA:
-			pc += in->k;
-			break;
-		case BPF_JMP | BPF_JEQ | BPF_K:
-			pc += a == in->k ? in->jt : in->jf;
-			break;
-		case BPF_JMP | BPF_JGT | BPF_K:
-			pc += a > in->k ? in->jt : in->jf;
-			break;
-		case BPF_JMP | BPF_JGE | BPF_K:
-			pc += a >= in->k ? in->jt : in->jf;
-			break;
-		case BPF_JMP | BPF_JSET | BPF_K:
-			pc += (a & in->k) ? in->jt : in->jf;
-			break;
-		case BPF_RET | BPF_K:
-			return in->k;
+		case BPF_ALU | BPF_AND | BPF_K: a &= in->k; break;
+		case BPF_JMP | BPF_JA: pc += in->k; break;
+		case BPF_JMP | BPF_JEQ | BPF_K: pc += a == in->k ? in->jt : in->jf; break;
+		case BPF_JMP | BPF_JGT | BPF_K: pc += a > in->k ? in->jt : in->jf; break;
+		case BPF_JMP | BPF_JGE | BPF_K: pc += a >= in->k ? in->jt : in->jf; break;
+		case BPF_JMP | BPF_JSET | BPF_K: pc += (a & in->k) ? in->jt : in->jf; break;
+		case BPF_RET | BPF_K: return in->k;
 		default:
-			fail ("self-check: instruction %zu has opcode 0x%04x, unknown to the checker", pc - 1, in->code);
+			fail ("self-check: instruction %zu has opcode 0x%04x, unknown to the "
+			      "checker",
+			      pc - 1, in->code);
 		}
 	}
 	fail ("self-check: the program runs off its end");
@@ -257,22 +256,26 @@ struct prog_s {
 };
 
 static void
-expect (const struct prog_s *p, uint32_t arch, uint32_t nr, const uint64_t args[6], uint32_t want, const char *what)
+expect (const struct prog_s *p, uint32_t arch, uint32_t nr, const uint64_t args[6], uint32_t want,
+        const char *what)
 {
-	struct seccomp_data d = {.nr = (int) nr, .arch = arch};
+	struct seccomp_data d = { .nr = (int)nr, .arch = arch };
 	uint32_t got;
 
 	if (args != NULL)
 		memcpy (d.args, args, sizeof d.args);
 	got = run_bpf (p->insns, p->len, &d);
 	if (got != want)
-		fail ("self-check: %s (nr 0x%x): the program answers 0x%08x, the profile 0x%08x", what, nr, got, want);
+		fail ("self-check: %s (nr 0x%x): the program answers 0x%08x, the profile 0x%08x",
+		      what, nr, got, want);
 }
 
 static uint32_t
 ret_of (enum ab_seccomp_action action, int errnum)
 {
-	return action == AB_SECCOMP_ALLOW ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | ((uint32_t) errnum & SECCOMP_RET_DATA);
+	return action == AB_SECCOMP_ALLOW
+	               ? SECCOMP_RET_ALLOW
+	               : SECCOMP_RET_ERRNO | ((uint32_t)errnum & SECCOMP_RET_DATA);
 }
 
 static bool
@@ -301,14 +304,18 @@ profile_answer (int nr, const uint64_t args[6])
 		if (r->otherwise)
 			otherwise = r;
 		else if (rule_matches (r, args)) {
-			if (match && ret_of (match->action, match->errnum) != ret_of (r->action, r->errnum))
-				fail ("%s: rules '%s' and '%s' overlap with different answers", r->sc.name, match->why, r->why);
+			if (match
+			    && ret_of (match->action, match->errnum)
+			               != ret_of (r->action, r->errnum))
+				fail ("%s: rules '%s' and '%s' overlap with different answers",
+				      r->sc.name, match->why, r->why);
 			match = r;
 		}
 	}
 	if (match == NULL)
 		match = otherwise;
-	return match ? ret_of (match->action, match->errnum) : SECCOMP_RET_ERRNO | AB_SECCOMP_DEFAULT_ERRNO;
+	return match ? ret_of (match->action, match->errnum)
+	             : SECCOMP_RET_ERRNO | AB_SECCOMP_DEFAULT_ERRNO;
 }
 
 /* Probes every argument rule with arguments that satisfy it (the bits it
@@ -318,7 +325,8 @@ profile_answer (int nr, const uint64_t args[6])
 static void
 verify_arg_rules (const struct prog_s *p)
 {
-	static const uint64_t fill[] = {0, UINT64_C (0xa5a5a5a5a5a5a5a5), UINT64_C (0x5a5a5a5a5a5a5a5a), ~UINT64_C (0)};
+	static const uint64_t fill[] = { 0, UINT64_C (0xa5a5a5a5a5a5a5a5),
+		                         UINT64_C (0x5a5a5a5a5a5a5a5a), ~UINT64_C (0) };
 
 	for (size_t i = 0; i < ab_seccomp_n_arg_rules; i++) {
 		const struct ab_seccomp_arg_rule_s *r = &ab_seccomp_arg_rules[i];
@@ -329,30 +337,35 @@ verify_arg_rules (const struct prog_s *p)
 			for (int a = 0; a < 6; a++)
 				args[a] = fill[f];
 			for (unsigned c = 0; c < r->n_conds; c++)
-				args[r->conds[c].arg] = (fill[f] & ~r->conds[c].mask) | r->conds[c].value;
+				args[r->conds[c].arg] =
+				        (fill[f] & ~r->conds[c].mask) | r->conds[c].value;
 			want = profile_answer (r->sc.nr, args);
 			reached |= want == ret_of (r->action, r->errnum);
-			expect (p, AUDIT_ARCH_X86_64, (uint32_t) r->sc.nr, args, want, r->why);
+			expect (p, AUDIT_ARCH_X86_64, (uint32_t)r->sc.nr, args, want, r->why);
 		}
 		if (!reached)
-			fail ("self-check: no probe reaches the rule '%s' of %s", r->why, r->sc.name);
+			fail ("self-check: no probe reaches the rule '%s' of %s", r->why,
+			      r->sc.name);
 	}
 }
 
 static void
 verify (const struct prog_s *p)
 {
-	static const uint64_t junk[6] = {~UINT64_C (0), 1, UINT64_C (0xdead00005412), 0, 0x80, UINT64_C (1) << 63};
-	bool named[MAX_NR] = {false};
+	static const uint64_t junk[6] = { ~UINT64_C (0),     1, UINT64_C (0xdead00005412), 0, 0x80,
+		                          UINT64_C (1) << 63 };
+	bool named[MAX_NR] = { false };
 
 	for (size_t i = 0; i < ab_seccomp_n_allowed; i++) {
 		named[ab_seccomp_allowed[i].nr] = true;
-		expect (p, AUDIT_ARCH_X86_64, (uint32_t) ab_seccomp_allowed[i].nr, junk, SECCOMP_RET_ALLOW, ab_seccomp_allowed[i].name);
+		expect (p, AUDIT_ARCH_X86_64, (uint32_t)ab_seccomp_allowed[i].nr, junk,
+		        SECCOMP_RET_ALLOW, ab_seccomp_allowed[i].name);
 	}
 	for (size_t i = 0; i < ab_seccomp_n_denied; i++) {
 		const struct ab_seccomp_deny_s *d = &ab_seccomp_denied[i];
 		named[d->sc.nr] = true;
-		expect (p, AUDIT_ARCH_X86_64, (uint32_t) d->sc.nr, junk, ret_of (AB_SECCOMP_ERRNO, d->errnum), d->sc.name);
+		expect (p, AUDIT_ARCH_X86_64, (uint32_t)d->sc.nr, junk,
+		        ret_of (AB_SECCOMP_ERRNO, d->errnum), d->sc.name);
 	}
 	for (size_t i = 0; i < ab_seccomp_n_arg_rules; i++)
 		named[ab_seccomp_arg_rules[i].sc.nr] = true;
@@ -360,9 +373,11 @@ verify (const struct prog_s *p)
 
 	for (uint32_t nr = 0; nr < MAX_NR; nr++) {
 		if (!named[nr])
-			expect (p, AUDIT_ARCH_X86_64, nr, junk, SECCOMP_RET_ERRNO | AB_SECCOMP_DEFAULT_ERRNO, "unlisted syscall");
+			expect (p, AUDIT_ARCH_X86_64, nr, junk,
+			        SECCOMP_RET_ERRNO | AB_SECCOMP_DEFAULT_ERRNO, "unlisted syscall");
 		/* x32 numbers, and the x32-only range 512-547 */
-		expect (p, AUDIT_ARCH_X86_64, nr | X32_BIT, junk, SECCOMP_RET_KILL_PROCESS, "x32 syscall");
+		expect (p, AUDIT_ARCH_X86_64, nr | X32_BIT, junk, SECCOMP_RET_KILL_PROCESS,
+		        "x32 syscall");
 		expect (p, AUDIT_ARCH_I386, nr, junk, SECCOMP_RET_KILL_PROCESS, "i386 syscall");
 	}
 	expect (p, AUDIT_ARCH_AARCH64, 172, junk, SECCOMP_RET_KILL_PROCESS, "foreign arch");
@@ -375,21 +390,25 @@ print_header (const struct prog_s *p)
 {
 	const struct scmp_version *v = seccomp_version ();
 
-	printf ("/* Generated by tools/gen-seccomp from src/isolate/seccomp-profile.c: do not edit.\n"
+	printf ("/* Generated by tools/gen-seccomp from src/isolate/seccomp-profile.c: do not "
+	        "edit.\n"
 	        " *\n"
 	        " * agentbox default seccomp profile, version %d, x86-64 native ABI only;\n"
 	        " * compiled with libseccomp %u.%u.%u.  %zu syscalls allowed, %zu denied,\n"
 	        " * %zu argument rules; any other syscall fails with errno %d.\n"
 	        " * See docs/seccomp.md. */\n",
-	        AB_SECCOMP_PROFILE_VERSION, v->major, v->minor, v->micro, ab_seccomp_n_allowed, ab_seccomp_n_denied,
-	        ab_seccomp_n_arg_rules, AB_SECCOMP_DEFAULT_ERRNO);
-	printf ("#ifndef AB_GEN_SECCOMP_DEFAULT_H\n#define AB_GEN_SECCOMP_DEFAULT_H\n\n#include <linux/filter.h>\n\n");
-	printf ("#define AB_SECCOMP_DEFAULT_VERSION %d\n#define AB_SECCOMP_DEFAULT_LEN %zu\n\n", AB_SECCOMP_PROFILE_VERSION,
+	        AB_SECCOMP_PROFILE_VERSION, v->major, v->minor, v->micro, ab_seccomp_n_allowed,
+	        ab_seccomp_n_denied, ab_seccomp_n_arg_rules, AB_SECCOMP_DEFAULT_ERRNO);
+	printf ("#ifndef AB_GEN_SECCOMP_DEFAULT_H\n#define AB_GEN_SECCOMP_DEFAULT_H\n\n#include "
+	        "<linux/filter.h>\n\n");
+	printf ("#define AB_SECCOMP_DEFAULT_VERSION %d\n#define AB_SECCOMP_DEFAULT_LEN %zu\n\n",
+	        AB_SECCOMP_PROFILE_VERSION, p->len);
+	printf ("__attribute__ ((unused)) static const struct sock_filter "
+	        "ab_seccomp_default_filter[%zu] = {\n",
 	        p->len);
-	printf ("__attribute__ ((unused)) static const struct sock_filter ab_seccomp_default_filter[%zu] = {\n", p->len);
 	for (size_t i = 0; i < p->len; i++)
-		printf ("\t{0x%04x, %u, %u, 0x%08" PRIx32 "},\n", p->insns[i].code, p->insns[i].jt, p->insns[i].jf,
-		        (uint32_t) p->insns[i].k);
+		printf ("\t{0x%04x, %u, %u, 0x%08" PRIx32 "},\n", p->insns[i].code, p->insns[i].jt,
+		        p->insns[i].jf, (uint32_t)p->insns[i].k);
 	printf ("};\n\n#endif\n");
 	if (fflush (stdout) != 0 || ferror (stdout))
 		fail ("writing the header failed");
@@ -419,14 +438,17 @@ print_cell (const char *text)
 static void
 print_markdown (void)
 {
-	printf ("<!-- generated by `gen-seccomp --markdown` (profile version %d) -->\n\n", AB_SECCOMP_PROFILE_VERSION);
+	printf ("<!-- generated by `gen-seccomp --markdown` (profile version %d) -->\n\n",
+	        AB_SECCOMP_PROFILE_VERSION);
 	printf ("### Denied\n\n| syscall | errno | why |\n|---|---|---|\n");
 	for (size_t i = 0; i < ab_seccomp_n_denied; i++) {
-		printf ("| `%s` | %s | ", ab_seccomp_denied[i].sc.name, strerrorname_np (ab_seccomp_denied[i].errnum));
+		printf ("| `%s` | %s | ", ab_seccomp_denied[i].sc.name,
+		        strerrorname_np (ab_seccomp_denied[i].errnum));
 		print_cell (ab_seccomp_denied[i].why);
 		printf (" |\n");
 	}
-	printf ("\n### Decided on the arguments\n\n| syscall | when | answer | why |\n|---|---|---|---|\n");
+	printf ("\n### Decided on the arguments\n\n| syscall | when | answer | why "
+	        "|\n|---|---|---|---|\n");
 	for (size_t i = 0; i < ab_seccomp_n_arg_rules; i++) {
 		const struct ab_seccomp_arg_rule_s *r = &ab_seccomp_arg_rules[i];
 		printf ("| `%s` | ", r->sc.name);
@@ -437,13 +459,15 @@ print_markdown (void)
 			print_cond (&r->conds[c]);
 			printf ("`");
 		}
-		printf (" | %s | ", r->action == AB_SECCOMP_ALLOW ? "allow" : strerrorname_np (r->errnum));
+		printf (" | %s | ",
+		        r->action == AB_SECCOMP_ALLOW ? "allow" : strerrorname_np (r->errnum));
 		print_cell (r->why);
 		printf (" |\n");
 	}
 	printf ("\n### Allowed whatever the arguments (%zu)\n\n", ab_seccomp_n_allowed);
 	for (size_t i = 0; i < ab_seccomp_n_allowed; i++)
-		printf ("`%s`%s", ab_seccomp_allowed[i].name, i + 1 < ab_seccomp_n_allowed ? ", " : ".\n");
+		printf ("`%s`%s", ab_seccomp_allowed[i].name,
+		        i + 1 < ab_seccomp_n_allowed ? ", " : ".\n");
 }
 
 int
@@ -453,7 +477,8 @@ main (int argc, char **argv)
 	struct prog_s p;
 	size_t len;
 
-	if (argc > 2 || (argc == 2 && strcmp (argv[1], "--pfc") != 0 && strcmp (argv[1], "--markdown") != 0))
+	if (argc > 2
+	    || (argc == 2 && strcmp (argv[1], "--pfc") != 0 && strcmp (argv[1], "--markdown") != 0))
 		fail ("usage: gen-seccomp [--pfc | --markdown] > seccomp-default.h");
 	check_unique ();
 	if (argc == 2 && strcmp (argv[1], "--markdown") == 0) {
@@ -462,7 +487,9 @@ main (int argc, char **argv)
 	}
 	ctx = build_filter ();
 	if (unknown_names[0])
-		fprintf (stderr, "gen-seccomp: note: libseccomp does not know %s; used the profile's x86-64 numbers\n",
+		fprintf (stderr,
+		         "gen-seccomp: note: libseccomp does not know %s; used the profile's "
+		         "x86-64 numbers\n",
 		         unknown_names);
 	if (argc == 2) {
 		int rc = seccomp_export_pfc (ctx, STDOUT_FILENO);
@@ -474,6 +501,6 @@ main (int argc, char **argv)
 	seccomp_release (ctx);
 	verify (&p);
 	print_header (&p);
-	free ((void *) p.insns);
+	free ((void *)p.insns);
 	return 0;
 }

@@ -24,7 +24,7 @@
 int
 ab_confine_ids (uid_t uid, gid_t gid)
 {
-	gid_t groups[1] = {gid};
+	gid_t groups[1] = { gid };
 
 	/* With setgroups "deny" (an unprivileged user namespace) the supplementary
 	 * groups are already just the mapped gid; EPERM is expected there. */
@@ -56,7 +56,8 @@ ab_confine_lock_capabilities (void)
 {
 	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP
 	                           | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED
-	                           | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	                           | SECBIT_NO_CAP_AMBIENT_RAISE
+	                           | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
 
 	if (prctl (PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
 		return -1;
@@ -71,10 +72,10 @@ ab_confine_lock_capabilities (void)
 int
 ab_confine_clear_capabilities (void)
 {
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[2] = {{0}};
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
 
-	return (int) syscall (SYS_capset, &hdr, data);
+	return (int)syscall (SYS_capset, &hdr, data);
 }
 
 int
@@ -88,8 +89,9 @@ static uint64_t
 handled_write_access (int abi)
 {
 	uint64_t a = AB_LL_FS_WRITE_FILE | AB_LL_FS_REMOVE_DIR | AB_LL_FS_REMOVE_FILE
-	             | AB_LL_FS_MAKE_CHAR | AB_LL_FS_MAKE_DIR | AB_LL_FS_MAKE_REG | AB_LL_FS_MAKE_SOCK
-	             | AB_LL_FS_MAKE_FIFO | AB_LL_FS_MAKE_BLOCK | AB_LL_FS_MAKE_SYM;
+	             | AB_LL_FS_MAKE_CHAR | AB_LL_FS_MAKE_DIR | AB_LL_FS_MAKE_REG
+	             | AB_LL_FS_MAKE_SOCK | AB_LL_FS_MAKE_FIFO | AB_LL_FS_MAKE_BLOCK
+	             | AB_LL_FS_MAKE_SYM;
 	if (abi >= 2)
 		a |= AB_LL_FS_REFER;
 	if (abi >= 3)
@@ -127,7 +129,7 @@ int
 ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out)
 {
 	int abi = ab_landlock_abi ();
-	struct ab_landlock_ruleset_attr_s attr = {0};
+	struct ab_landlock_ruleset_attr_s attr = { 0 };
 	size_t attr_size = offsetof (struct ab_landlock_ruleset_attr_s, handled_access_net);
 	uint64_t dev_access = AB_LL_FS_WRITE_FILE | AB_LL_FS_TRUNCATE | AB_LL_FS_IOCTL_DEV;
 	int ruleset, r = 0;
@@ -158,7 +160,7 @@ ab_confine_seccomp (void)
 {
 	struct sock_fprog prog = {
 		.len = AB_SECCOMP_DEFAULT_LEN,
-		.filter = (struct sock_filter *) ab_seccomp_default_filter,
+		.filter = (struct sock_filter *)ab_seccomp_default_filter,
 	};
 	return prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }

@@ -237,7 +237,8 @@ add_listener (struct agent_s *a, uint16_t port, ab_error_t *err)
 		if (a->listen_port[i] == port)
 			return 0; /* asked twice: one listener */
 	if (a->n_listen == AB_ONESHOT_MAX_LISTEN)
-		return ab_error (err, 0, AB_E_LIMIT, "more than %d listeners", AB_ONESHOT_MAX_LISTEN);
+		return ab_error (err, 0, AB_E_LIMIT, "more than %d listeners",
+		                 AB_ONESHOT_MAX_LISTEN);
 	if ((fd = ab_egress_listen (port, err)) < 0)
 		return -1;
 	a->listen_fd[a->n_listen] = fd;

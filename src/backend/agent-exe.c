@@ -44,8 +44,8 @@ ab_native_agent_path (ab_error_t *err)
 int
 ab_native_agent_mount (const char *path, ab_error_t *err)
 {
-	int fd = ab_mountfd_clone (AT_FDCWD, path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-	                           err);
+	int fd = ab_mountfd_clone (AT_FDCWD, path,
+	                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	int high;
 
 	if (fd < 0)

@@ -64,7 +64,7 @@ cache_key (const struct ab_backend_ops_s *ops)
 
 	if (uname (&u) < 0 || stat ("/proc/self/exe", &st) < 0)
 		return NULL;
-	return xasprintf ("%s %s %lld.%09ld", ops->name, u.release, (long long) st.st_mtim.tv_sec,
+	return xasprintf ("%s %s %lld.%09ld", ops->name, u.release, (long long)st.st_mtim.tv_sec,
 	                  st.st_mtim.tv_nsec);
 }
 
@@ -77,7 +77,8 @@ read_cache (const char *path, const char *key, struct ab_probe_result_s *r)
 	int works;
 	uint64_t us;
 
-	if (!f || !fgets (line, sizeof line, f) || strcmp (strtok (line, "\n") ? line : "", key) != 0)
+	if (!f || !fgets (line, sizeof line, f)
+	    || strcmp (strtok (line, "\n") ? line : "", key) != 0)
 		return false;
 	if (fscanf (f, "%d %lld %" SCNu64 " %199[^\n]", &works, &stamp, &us, reason) != 4)
 		return false;
@@ -92,7 +93,7 @@ read_cache (const char *path, const char *key, struct ab_probe_result_s *r)
 static void
 write_cache (const char *dir, const char *path, const char *key, const struct ab_probe_result_s *r)
 {
-	cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, (int) getpid ());
+	cleanup_free char *tmp = xasprintf ("%s.%d.tmp", path, (int)getpid ());
 	cleanup_file FILE *f = NULL;
 
 	if (mkdir (dir, 0700) < 0 && errno != EEXIST)
@@ -100,7 +101,7 @@ write_cache (const char *dir, const char *path, const char *key, const struct ab
 	f = fopen (tmp, "wxe");
 	if (!f)
 		return;
-	fprintf (f, "%s\n%d %lld %" PRIu64 " %s\n", key, r->works ? 1 : 0, (long long) time (NULL),
+	fprintf (f, "%s\n%d %lld %" PRIu64 " %s\n", key, r->works ? 1 : 0, (long long)time (NULL),
 	         r->duration_us, r->reason[0] ? r->reason : "-");
 	if (fflush (f) != 0 || rename (tmp, path) < 0)
 		unlink (tmp);
@@ -133,7 +134,8 @@ ab_backend_select (const char *name, ab_error_t *err)
 	if (strcmp (name, "auto") != 0) {
 		const struct ab_backend_ops_s *b = ab_backend_find (name);
 		if (!b)
-			ab_error (err, 0, AB_E_INVALID, "unknown backend '%s' (available: auto, native)", name);
+			ab_error (err, 0, AB_E_INVALID,
+			          "unknown backend '%s' (available: auto, native)", name);
 		return b; /* an explicit choice is tried as is: its failure is the error */
 	}
 	for (size_t i = 0; all_backends[i]; i++) {
@@ -141,8 +143,9 @@ ab_backend_select (const char *name, ab_error_t *err)
 		ab_backend_probe_cached (all_backends[i], &r);
 		if (r.works)
 			return all_backends[i];
-		used += (size_t) snprintf (reasons + used, used < sizeof reasons ? sizeof reasons - used : 0,
-		                           "%s%s: %s", used ? "; " : "", all_backends[i]->name, r.reason);
+		used += (size_t)snprintf (
+		        reasons + used, used < sizeof reasons ? sizeof reasons - used : 0,
+		        "%s%s: %s", used ? "; " : "", all_backends[i]->name, r.reason);
 		if (used >= sizeof reasons)
 			used = sizeof reasons - 1;
 	}

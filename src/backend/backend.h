@@ -14,17 +14,17 @@
 
 struct ab_probe_result_s {
 	bool works;
-	uint64_t duration_us;  /* how long the functional probe took */
-	char reason[256];      /* why it works or does not */
+	uint64_t duration_us; /* how long the functional probe took */
+	char reason[256];     /* why it works or does not */
 };
 
 /* A started sandbox, as seen by the caller. */
 struct ab_sandbox_s {
 	const struct ab_backend_ops_s *backend;
 	char id[33];
-	int agent_fd;          /* connected stream to agentbox-agent */
-	pid_t monitor_pid;     /* host process that owns the sandbox's lifetime */
-	void *priv;            /* backend state */
+	int agent_fd;      /* connected stream to agentbox-agent */
+	pid_t monitor_pid; /* host process that owns the sandbox's lifetime */
+	void *priv;        /* backend state */
 };
 
 struct ab_sandbox_exit_s {

@@ -20,8 +20,7 @@
 #include "base/sys.h"
 #include "isolate/rootfs.h"
 
-static void __attribute__ ((noreturn))
-init_fail (int sync_fd, const ab_error_t *err)
+static void __attribute__ ((noreturn)) init_fail (int sync_fd, const ab_error_t *err)
 {
 	ab_write_all (sync_fd, err->msg, strlen (err->msg));
 	_exit (125);
@@ -41,13 +40,14 @@ move_high (int fd)
 static int
 arrange_fds (struct ab_native_init_s *in, ab_error_t *err)
 {
-	int src[5] = {-1, -1, -1, move_high (in->door_fd), move_high (in->listen_fd)};
+	int src[5] = { -1, -1, -1, move_high (in->door_fd), move_high (in->listen_fd) };
 
 	if ((in->door_fd >= 0 && src[3] < 0) || (in->listen_fd >= 0 && src[4] < 0))
 		return ab_error (err, errno, AB_E_SYSTEM, "dup");
 	for (int i = 0; i < 3; i++) {
 		/* No stdio given: the sandbox's own /dev/null (we are past pivot). */
-		src[i] = in->stdio[i] >= 0 ? move_high (in->stdio[i]) : open ("/dev/null", O_RDWR | O_CLOEXEC);
+		src[i] = in->stdio[i] >= 0 ? move_high (in->stdio[i])
+		                           : open ("/dev/null", O_RDWR | O_CLOEXEC);
 		if (src[i] < 0)
 			return ab_error (err, errno, AB_E_SYSTEM, "dup stdio");
 	}
@@ -76,7 +76,8 @@ await_go (int sync_fd, char want, int *fd)
 		return;
 	if (got == 1) { /* a protocol slip between us and the monitor: say so */
 		ab_error_t err = AB_ERROR_INIT;
-		ab_error (&err, 0, AB_E_INTERNAL, "expected message '%c' from the monitor, got '%c'", want, go);
+		ab_error (&err, 0, AB_E_INTERNAL,
+		          "expected message '%c' from the monitor, got '%c'", want, go);
 		init_fail (sync_fd, &err);
 	}
 	_exit (125); /* the monitor is gone or failed: it reports why */
@@ -85,7 +86,8 @@ await_go (int sync_fd, char want, int *fd)
 static int
 become_sandbox_root (struct ab_native_init_s *in, ab_error_t *err)
 {
-	if (in->become_root && (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
+	if (in->become_root
+	    && (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
 		return ab_error (err, errno, AB_E_SYSTEM, "switch to the sandbox's root id");
 	if (setsid () < 0) /* never share the caller's terminal session */
 		return ab_error (err, errno, AB_E_SYSTEM, "setsid");
@@ -129,8 +131,8 @@ ab_native_init (struct ab_native_init_s *in)
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_rootfs_s rf;
 	int agent, none;
-	char *const argv[] = {(char *) "agentbox-agent", NULL};
-	char *const envp[] = {NULL};
+	char *const argv[] = { (char *)"agentbox-agent", NULL };
+	char *const envp[] = { NULL };
 
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Out of the way of fds 0..3, which arrange_fds will overwrite. */

@@ -9,10 +9,10 @@
 struct ab_native_init_s {
 	const struct ab_spec_s *spec;
 	const char *agent_path;
-	int sync_fd;      /* to the monitor: "go" in, an error message out */
-	int door_fd;      /* the sandbox's end of the agent connection, or -1 */
-	int listen_fd;    /* service mode: the agent's listening socket, or -1 */
-	int image_mnt;    /* privileged --rootfs: a detached read-only mount of it, or -1 */
+	int sync_fd;   /* to the monitor: "go" in, an error message out */
+	int door_fd;   /* the sandbox's end of the agent connection, or -1 */
+	int listen_fd; /* service mode: the agent's listening socket, or -1 */
+	int image_mnt; /* privileged --rootfs: a detached read-only mount of it, or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };
@@ -23,7 +23,7 @@ struct ab_native_init_s {
  * mount by SCM_RIGHTS: the workspace, then every bind in spec order.
  * Splitting them lets the monitor's slow steps (cgroup v1 attach, the
  * idmap namespaces) overlap with init's mount work. */
-#define AB_NATIVE_GO_MAPS 'm'
+#define AB_NATIVE_GO_MAPS  'm'
 #define AB_NATIVE_GO_READY 'r'
 #define AB_NATIVE_GO_MOUNT 'f'
 

@@ -1,6 +1,7 @@
 /* The native backend.
  *
- *   caller ──fork──► monitor ──clone(new user, mount, pid, net, ipc, uts)──► init ─exec─► agent (PID 1)
+ *   caller ──fork──► monitor ──clone(new user, mount, pid, net, ipc, uts)──► init ─exec─► agent
+ * (PID 1)
  *
  * The monitor is a small host process that owns the sandbox's lifetime:
  * it creates the cgroups, writes the id maps, makes the idmapped
@@ -36,10 +37,10 @@
 #include "isolate/mountfd.h"
 #include "isolate/userns.h"
 
-#define NAMESPACES                                                                          \
+#define NAMESPACES                                                                                 \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 #define BACKSTOP_SLACK_MS 5000
-#define AB_MAX_IDMAPS 8
+#define AB_MAX_IDMAPS     8
 
 /* One idmap user namespace per distinct owner of the bound directories. */
 struct idmap_cache_s {
@@ -66,7 +67,7 @@ static void
 make_id (char id[33])
 {
 	unsigned char raw[8];
-	if (getrandom (raw, sizeof raw, 0) != (ssize_t) sizeof raw)
+	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		memset (raw, 0, sizeof raw);
 	for (size_t i = 0; i < sizeof raw; i++)
 		snprintf (id + 2 * i, 3, "%02x", raw[i]);
@@ -82,10 +83,11 @@ idmap_for_owner (struct monitor_s *m, const struct stat *st, const struct ab_idm
 		if (c->uid[i] == st->st_uid && c->gid[i] == st->st_gid)
 			return c->fd[i];
 	if (c->n == AB_MAX_IDMAPS)
-		return ab_error (err, 0, AB_E_LIMIT, "more than %d different owners among the mounts",
-		                 AB_MAX_IDMAPS);
-	c->fd[c->n] = ab_userns_idmap_fd (st->st_uid, st->st_gid, ab_idmap_host_uid (map, m->spec->uid),
-	                                  ab_idmap_host_gid (map, m->spec->gid), &c->helper[c->n], err);
+		return ab_error (err, 0, AB_E_LIMIT,
+		                 "more than %d different owners among the mounts", AB_MAX_IDMAPS);
+	c->fd[c->n] =
+	        ab_userns_idmap_fd (st->st_uid, st->st_gid, ab_idmap_host_uid (map, m->spec->uid),
+	                            ab_idmap_host_gid (map, m->spec->gid), &c->helper[c->n], err);
 	if (c->fd[c->n] < 0)
 		return -1;
 	c->uid[c->n] = st->st_uid;
@@ -104,8 +106,8 @@ idmapped_bind (struct monitor_s *m, const char *path, bool rw, const struct ab_i
                ab_error_t *err)
 {
 	uint64_t flags = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
-	struct ab_mount_attr_s attr = {.attr_set = flags | MOUNT_ATTR_IDMAP};
-	struct ab_mount_attr_s plain = {.attr_set = flags};
+	struct ab_mount_attr_s attr = { .attr_set = flags | MOUNT_ATTR_IDMAP };
+	struct ab_mount_attr_s plain = { .attr_set = flags };
 	cleanup_close int mnt = -1;
 	struct stat st;
 	int userns;
@@ -118,7 +120,7 @@ idmapped_bind (struct monitor_s *m, const char *path, bool rw, const struct ab_i
 		return ab_error (err, errno, AB_E_SYSTEM, "bind %s", path);
 	if ((userns = idmap_for_owner (m, &st, map, err)) < 0)
 		return -1;
-	attr.userns_fd = (uint64_t) userns;
+	attr.userns_fd = (uint64_t)userns;
 	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0
 	    && ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &plain) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "mount attributes of %s", path);
@@ -146,7 +148,8 @@ send_binds (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err)
 	if (!map->privileged)
 		return 0;
 	if (spec->workspace
-	    && ((fd = idmapped_bind (m, spec->workspace, true, map, err)) < 0 || send_mount (m, fd, err) < 0))
+	    && ((fd = idmapped_bind (m, spec->workspace, true, map, err)) < 0
+	        || send_mount (m, fd, err) < 0))
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		const struct ab_mount_s *mt = &spec->mounts[i];
@@ -190,8 +193,7 @@ read_init_error (struct monitor_s *m)
 	return n;
 }
 
-static void __attribute__ ((noreturn))
-monitor_fail (struct monitor_s *m, const ab_error_t *err)
+static void __attribute__ ((noreturn)) monitor_fail (struct monitor_s *m, const ab_error_t *err)
 {
 	/* When init failed first (our send then fails with EPIPE), its own
 	 * message is already queued on the sync socket: it is the real reason. */
@@ -201,7 +203,7 @@ monitor_fail (struct monitor_s *m, const ab_error_t *err)
 		kill (m->init_pid, SIGKILL);
 		waitpid (m->init_pid, NULL, 0);
 	}
-	ab_cgroup_destroy (m->cgroup, &(ab_error_t) AB_ERROR_INIT);
+	ab_cgroup_destroy (m->cgroup, &(ab_error_t)AB_ERROR_INIT);
 	send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
 	_exit (1);
 }
@@ -235,7 +237,7 @@ create_cgroup (struct monitor_s *m, ab_error_t *err)
 static int
 listen_service_socket (const char *path, ab_error_t *err)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
 	cleanup_close int fd = -1;
 
@@ -246,7 +248,7 @@ listen_service_socket (const char *path, ab_error_t *err)
 	if (lstat (path, &st) == 0 && (!S_ISSOCK (st.st_mode) || unlink (path) < 0))
 		return ab_error (err, EEXIST, AB_E_CONFLICT, "%s", path);
 	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind (fd, (struct sockaddr *) &sun, sizeof sun) < 0 || chmod (path, 0600) < 0
+	if (fd < 0 || bind (fd, (struct sockaddr *)&sun, sizeof sun) < 0 || chmod (path, 0600) < 0
 	    || listen (fd, 128) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "agent socket %s", path);
 	return steal_fd (&fd);
@@ -276,9 +278,10 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	/* Made here with host rights: the image may sit below a directory the
 	 * sandbox's root cannot traverse (mktemp -d makes them 0700). */
 	if (map.privileged && m->spec->rootfs
-	    && (in->image_mnt = ab_mountfd_clone (AT_FDCWD, m->spec->rootfs,
-	                                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-	                                          err)) < 0)
+	    && (in->image_mnt = ab_mountfd_clone (
+	                AT_FDCWD, m->spec->rootfs,
+	                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err))
+	               < 0)
 		monitor_fail (m, err);
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
 		fail_errno (m, err, "socketpair");
@@ -298,7 +301,8 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 		fail_errno (m, err, "start sandbox");
 	/* cgroup v1 create and attach cost milliseconds (memcg allocation, an
 	 * RCU grace period in the attach): done while init builds its root. */
-	if (create_cgroup (m, err) < 0 || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
+	if (create_cgroup (m, err) < 0
+	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
 		monitor_fail (m, err);
 	go = AB_NATIVE_GO_READY;
 	if (ab_write_all (m->sync_fd, &go, 1) < 0)
@@ -334,13 +338,13 @@ release_inherited (struct ab_native_init_s *in)
 static void
 collect (struct monitor_s *m, int status, const struct rusage *ru)
 {
-	struct ab_cgroup_stats_s st = {0};
+	struct ab_cgroup_stats_s st = { 0 };
 	ab_error_t err = AB_ERROR_INIT;
 
 	read_init_error (m);
-	m->report.cpu_ns = (uint64_t) (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL
-	                   + (uint64_t) (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
-	m->report.peak_memory = (uint64_t) ru->ru_maxrss * 1024;
+	m->report.cpu_ns = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL
+	                   + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
+	m->report.peak_memory = (uint64_t)ru->ru_maxrss * 1024;
 	if (m->cgroup && ab_cgroup_stats (m->cgroup, &st, &err) == 0) {
 		m->report.oom_killed = st.oom_killed;
 		if (st.peak_memory)
@@ -348,7 +352,7 @@ collect (struct monitor_s *m, int status, const struct rusage *ru)
 		if (st.cpu_ns)
 			m->report.cpu_ns = st.cpu_ns;
 	}
-	(void) status;
+	(void)status;
 	m->report.ok = m->report.error[0] == '\0';
 }
 
@@ -368,7 +372,7 @@ backstop_ms (const struct ab_spec_s *spec)
 	if (!t)
 		return -1;
 	t += spec->limits.kill_grace_ms + BACKSTOP_SLACK_MS;
-	return t > INT32_MAX ? INT32_MAX : (int) t;
+	return t > INT32_MAX ? INT32_MAX : (int)t;
 }
 
 /* Service mode: once init has executed the agent (its sync socket reads
@@ -377,8 +381,8 @@ backstop_ms (const struct ab_spec_s *spec)
 static void
 report_service_start (struct monitor_s *m)
 {
-	struct ab_native_report_s r = {.ok = 1};
-	struct pollfd p = {.fd = m->sync_fd, .events = POLLIN};
+	struct ab_native_report_s r = { .ok = 1 };
+	struct pollfd p = { .fd = m->sync_fd, .events = POLLIN };
 	ssize_t n = 0;
 
 	if (poll (&p, 1, 10000) == 1)
@@ -402,10 +406,10 @@ termination_signals (void)
 	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static void __attribute__ ((noreturn))
-supervise (struct monitor_s *m)
+static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 {
-	struct pollfd p[2] = {{.fd = m->init_pidfd, .events = POLLIN}, {.fd = m->mon_fd, .events = POLLIN}};
+	struct pollfd p[2] = { { .fd = m->init_pidfd, .events = POLLIN },
+		               { .fd = m->mon_fd, .events = POLLIN } };
 	bool service = m->spec->service_socket != NULL;
 
 	if (service) {
@@ -413,7 +417,7 @@ supervise (struct monitor_s *m)
 		p[1].fd = termination_signals (); /* SIGTERM: destroy the sandbox */
 	}
 	ab_error_t err = AB_ERROR_INIT;
-	struct rusage ru = {0};
+	struct rusage ru = { 0 };
 	int status = 0, timeout = backstop_ms (m->spec);
 
 	for (;;) {
@@ -455,9 +459,14 @@ static void __attribute__ ((noreturn))
 run_monitor (const struct ab_spec_s *spec, const char *id, int mon_fd, struct ab_native_init_s *in)
 {
 	struct monitor_s m = {
-		.spec = spec, .id = id, .mon_fd = mon_fd, .init_pid = -1, .init_pidfd = -1, .sync_fd = -1,
+		.spec = spec,
+		.id = id,
+		.mon_fd = mon_fd,
+		.init_pid = -1,
+		.init_pidfd = -1,
+		.sync_fd = -1,
 	};
-	const int keep[] = {mon_fd, in->door_fd, in->stdio[0], in->stdio[1], in->stdio[2]};
+	const int keep[] = { mon_fd, in->door_fd, in->stdio[0], in->stdio[1], in->stdio[2] };
 	ab_error_t err = AB_ERROR_INIT;
 
 	/* Only what the sandbox needs: the caller's relay pipe ends held here
@@ -496,21 +505,22 @@ detach_monitor (int mon_fd)
 static int
 await_service_start (struct ab_sandbox_s *sb, ab_error_t *err)
 {
-	struct ab_native_report_s r = {0};
-	int mon = (int) (intptr_t) sb->priv;
+	struct ab_native_report_s r = { 0 };
+	int mon = (int)(intptr_t)sb->priv;
 	pid_t monitor = -1;
 	ssize_t n;
 
 	while (waitpid (sb->monitor_pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	n = recv (mon, &monitor, sizeof monitor, 0);
-	if (n == (ssize_t) sizeof monitor)
+	if (n == (ssize_t)sizeof monitor)
 		n = recv (mon, &r, sizeof r, 0);
 	close (mon);
-	sb->priv = (void *) (intptr_t) -1;
+	sb->priv = (void *)(intptr_t)-1;
 	sb->monitor_pid = monitor;
-	if (n != (ssize_t) sizeof r)
-		return ab_error (err, 0, AB_E_SYSTEM, "sandbox monitor ended before the sandbox started");
+	if (n != (ssize_t)sizeof r)
+		return ab_error (err, 0, AB_E_SYSTEM,
+		                 "sandbox monitor ended before the sandbox started");
 	if (!r.ok)
 		return ab_error (err, 0, AB_E_SYSTEM, "%s", r.error);
 	return 0;
@@ -520,9 +530,11 @@ static int
 native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
                ab_error_t *err)
 {
-	struct ab_native_init_s in = {.spec = spec, .door_fd = -1, .listen_fd = -1, .image_mnt = -1};
+	struct ab_native_init_s in = {
+		.spec = spec, .door_fd = -1, .listen_fd = -1, .image_mnt = -1
+	};
 	cleanup_free char *agent_path = ab_native_agent_path (err);
-	int door[2] = {-1, -1}, mon[2];
+	int door[2] = { -1, -1 }, mon[2];
 	pid_t pid;
 
 	if (!agent_path)
@@ -553,7 +565,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	close (mon[1]);
 	sb->agent_fd = door[0];
 	sb->monitor_pid = pid;
-	sb->priv = (void *) (intptr_t) mon[0];
+	sb->priv = (void *)(intptr_t)mon[0];
 	return spec->service_socket ? await_service_start (sb, err) : 0;
 }
 
@@ -566,7 +578,8 @@ service_destroy (struct ab_sandbox_s *sb, ab_error_t *err)
 	struct pollfd p;
 
 	if (pidfd < 0)
-		return errno == ESRCH ? 0 : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
+		return errno == ESRCH ? 0
+		                      : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
 	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
 		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
 	p.fd = pidfd;
@@ -581,9 +594,9 @@ native_kill (struct ab_sandbox_s *sb, ab_error_t *err)
 {
 	char k = 'k';
 
-	if ((int) (intptr_t) sb->priv < 0)
+	if ((int)(intptr_t)sb->priv < 0)
 		return service_destroy (sb, err);
-	if (send ((int) (intptr_t) sb->priv, &k, 1, MSG_NOSIGNAL) < 0)
+	if (send ((int)(intptr_t)sb->priv, &k, 1, MSG_NOSIGNAL) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "ask monitor to kill sandbox");
 	return 0;
 }
@@ -591,8 +604,8 @@ native_kill (struct ab_sandbox_s *sb, ab_error_t *err)
 static int
 native_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
 {
-	struct ab_native_report_s r = {0};
-	int mon = (int) (intptr_t) sb->priv;
+	struct ab_native_report_s r = { 0 };
+	int mon = (int)(intptr_t)sb->priv;
 	ssize_t n;
 
 	if (mon < 0) {
@@ -608,7 +621,7 @@ native_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_
 	close (mon);
 	while (waitpid (sb->monitor_pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	if (n != (ssize_t) sizeof r)
+	if (n != (ssize_t)sizeof r)
 		return ab_error (err, 0, AB_E_INTERNAL, "sandbox monitor ended without a report");
 	memset (ex, 0, sizeof *ex);
 	ex->oom_killed = r.oom_killed;

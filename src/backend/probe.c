@@ -13,17 +13,17 @@ now_us (void)
 {
 	struct timespec ts;
 	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Send EXEC `true` and read frames until EXIT; 0 when it exited 0. */
 static int
 run_true (int door, ab_error_t *err)
 {
-	char *argv[] = {(char *) "true", NULL};
-	char *env[] = {(char *) "PATH=/usr/bin:/bin", NULL};
-	struct ab_exec_msg_s m = {.argv = argv, .env = env, .cwd = (char *) "/", .grace_ms = 1000};
-	struct ab_tlv_writer_s w = {0};
+	char *argv[] = { (char *)"true", NULL };
+	char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	struct ab_exec_msg_s m = { .argv = argv, .env = env, .cwd = (char *)"/", .grace_ms = 1000 };
+	struct ab_tlv_writer_s w = { 0 };
 	struct ab_frame_s f;
 	int r;
 
@@ -40,7 +40,8 @@ run_true (int door, ab_error_t *err)
 		if (type == AB_MSG_ERROR)
 			return ab_error (err, 0, AB_E_SYSTEM, "agent reported an error");
 	}
-	return r < 0 ? -1 : ab_error (err, 0, AB_E_SYSTEM, "sandbox ended before the probe command");
+	return r < 0 ? -1
+	             : ab_error (err, 0, AB_E_SYSTEM, "sandbox ended before the probe command");
 }
 
 void
@@ -50,7 +51,7 @@ ab_backend_functional_probe (const struct ab_backend_ops_s *ops, struct ab_probe
 	struct ab_sandbox_s sb;
 	struct ab_sandbox_exit_s ex;
 	ab_error_t err = AB_ERROR_INIT, derr = AB_ERROR_INIT;
-	char *argv[] = {(char *) "true", NULL};
+	char *argv[] = { (char *)"true", NULL };
 	uint64_t t0 = now_us ();
 	int r;
 

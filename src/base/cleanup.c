@@ -6,7 +6,7 @@
 void
 ab_cleanup_freep (void *p)
 {
-	free (*(void **) p);
+	free (*(void **)p);
 }
 
 void

@@ -18,22 +18,22 @@ void ab_cleanup_dirp (DIR **d);
 void ab_cleanup_pidp (pid_t *pid); /* SIGKILL and reap a child not handed off */
 void ab_cleanup_strvp (char ***strv);
 
-#define cleanup_free __attribute__ ((cleanup (ab_cleanup_freep)))
+#define cleanup_free  __attribute__ ((cleanup (ab_cleanup_freep)))
 #define cleanup_close __attribute__ ((cleanup (ab_cleanup_closep)))
-#define cleanup_file __attribute__ ((cleanup (ab_cleanup_filep)))
-#define cleanup_dir __attribute__ ((cleanup (ab_cleanup_dirp)))
-#define cleanup_pid __attribute__ ((cleanup (ab_cleanup_pidp)))
-#define cleanup_strv __attribute__ ((cleanup (ab_cleanup_strvp)))
+#define cleanup_file  __attribute__ ((cleanup (ab_cleanup_filep)))
+#define cleanup_dir   __attribute__ ((cleanup (ab_cleanup_dirp)))
+#define cleanup_pid   __attribute__ ((cleanup (ab_cleanup_pidp)))
+#define cleanup_strv  __attribute__ ((cleanup (ab_cleanup_strvp)))
 
 static inline void *
 ab_steal_pointer (void *pp)
 {
-	void **p = (void **) pp;
+	void **p = (void **)pp;
 	void *v = *p;
 	*p = NULL;
 	return v;
 }
-#define steal_pointer(pp) ((__typeof__ (*(pp))) ab_steal_pointer (pp))
+#define steal_pointer(pp) ((__typeof__ (*(pp)))ab_steal_pointer (pp))
 
 static inline int
 steal_fd (int *fd)

@@ -6,15 +6,15 @@
 #include <string.h>
 
 static const char *const kind_names[] = {
-	[AB_E_NONE] = "none",         [AB_E_SYSTEM] = "system",      [AB_E_INVALID] = "invalid",
-	[AB_E_DENIED] = "denied",     [AB_E_NOT_FOUND] = "not_found", [AB_E_CONFLICT] = "conflict",
-	[AB_E_LIMIT] = "limit",       [AB_E_INTERNAL] = "internal",
+	[AB_E_NONE] = "none",     [AB_E_SYSTEM] = "system",       [AB_E_INVALID] = "invalid",
+	[AB_E_DENIED] = "denied", [AB_E_NOT_FOUND] = "not_found", [AB_E_CONFLICT] = "conflict",
+	[AB_E_LIMIT] = "limit",   [AB_E_INTERNAL] = "internal",
 };
 
 const char *
 ab_error_kind_name (ab_error_kind kind)
 {
-	if ((size_t) kind >= sizeof kind_names / sizeof kind_names[0])
+	if ((size_t)kind >= sizeof kind_names / sizeof kind_names[0])
 		return "internal";
 	return kind_names[kind];
 }
@@ -36,8 +36,8 @@ ab_error (ab_error_t *err, int errnum, ab_error_kind kind, const char *fmt, ...)
 	va_start (ap, fmt);
 	n = vsnprintf (err->msg, sizeof err->msg, fmt, ap);
 	va_end (ap);
-	if (errnum > 0 && n >= 0 && (size_t) n < sizeof err->msg)
-		snprintf (err->msg + n, sizeof err->msg - (size_t) n, ": %s", strerror (errnum));
+	if (errnum > 0 && n >= 0 && (size_t)n < sizeof err->msg)
+		snprintf (err->msg + n, sizeof err->msg - (size_t)n, ": %s", strerror (errnum));
 	return ab_error_code (err);
 }
 

@@ -28,12 +28,18 @@ typedef struct ab_error_s {
 	char msg[AB_ERROR_MSG_MAX];
 } ab_error_t;
 
-#define AB_ERROR_INIT {AB_E_NONE, 0, {0}}
+#define AB_ERROR_INIT                                                                              \
+	{                                                                                          \
+		AB_E_NONE, 0,                                                                      \
+		{                                                                                  \
+			0                                                                          \
+		}                                                                                  \
+	}
 
 /* Fill *err and return a negative code (-errnum, or -1 without errnum).
  * When errnum != 0, ": strerror(errnum)" is appended to the message. */
 int ab_error (ab_error_t *err, int errnum, ab_error_kind kind, const char *fmt, ...)
-	__attribute__ ((format (printf, 4, 5)));
+        __attribute__ ((format (printf, 4, 5)));
 
 /* Prefix context ("while doing X: <old message>"), keep kind and errnum,
  * return the same negative code as ab_error. */

@@ -23,7 +23,7 @@ ab_write_all (int fd, const void *buf, size_t len)
 			return -1;
 		}
 		p += n;
-		len -= (size_t) n;
+		len -= (size_t)n;
 	}
 	return 0;
 }
@@ -44,7 +44,7 @@ ab_read_exact (int fd, void *buf, size_t len)
 			return -1;
 		}
 		p += n;
-		len -= (size_t) n;
+		len -= (size_t)n;
 	}
 	return 0;
 }
@@ -56,8 +56,8 @@ ab_send_with_fds (int sock, const void *buf, size_t len, const int *fds, size_t 
 		char buf[CMSG_SPACE (sizeof (int) * AB_MAX_PASSED_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (n_fds > AB_MAX_PASSED_FDS) {
 		errno = EINVAL;
@@ -80,10 +80,10 @@ ab_send_with_fds (int sock, const void *buf, size_t len, const int *fds, size_t 
 			continue;
 		if (n < 0)
 			return -1;
-		if ((size_t) n == len)
+		if ((size_t)n == len)
 			return 0;
 		/* Ancillary data went with the first byte; send the rest plainly. */
-		return ab_write_all (sock, (const char *) buf + n, len - (size_t) n);
+		return ab_write_all (sock, (const char *)buf + n, len - (size_t)n);
 	}
 }
 
@@ -94,9 +94,11 @@ ab_recv_with_fds (int sock, void *buf, size_t len, int *fds, size_t max_fds, siz
 		char buf[CMSG_SPACE (sizeof (int) * AB_MAX_PASSED_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-	                     .msg_controllen = sizeof u.buf};
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov,
+		              .msg_iovlen = 1,
+		              .msg_control = u.buf,
+		              .msg_controllen = sizeof u.buf };
 	ssize_t n;
 
 	*n_fds = 0;
@@ -147,7 +149,7 @@ ab_set_nonblock (int fd, int on)
 static int
 cmp_int (const void *a, const void *b)
 {
-	return *(const int *) a - *(const int *) b;
+	return *(const int *)a - *(const int *)b;
 }
 
 int
@@ -166,9 +168,10 @@ ab_close_fds_except (const int *keep, size_t n)
 			sorted[m++] = keep[i];
 	qsort (sorted, m, sizeof *sorted, cmp_int);
 	for (size_t i = 0; i < m; i++) {
-		if ((unsigned int) sorted[i] > next && ab_sys_close_range (next, (unsigned int) sorted[i] - 1, 0) < 0)
+		if ((unsigned int)sorted[i] > next
+		    && ab_sys_close_range (next, (unsigned int)sorted[i] - 1, 0) < 0)
 			return -1;
-		next = (unsigned int) sorted[i] + 1;
+		next = (unsigned int)sorted[i] + 1;
 	}
 	return ab_sys_close_range (next, ~0U, 0);
 }

@@ -12,8 +12,7 @@ int ab_read_exact (int fd, void *buf, size_t len);
 /* Send bytes plus optional fds (SCM_RIGHTS) on a unix socket. */
 int ab_send_with_fds (int sock, const void *buf, size_t len, const int *fds, size_t n_fds);
 /* Receive up to len bytes and up to max_fds fds (each O_CLOEXEC). */
-ssize_t ab_recv_with_fds (int sock, void *buf, size_t len, int *fds, size_t max_fds,
-                          size_t *n_fds);
+ssize_t ab_recv_with_fds (int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *n_fds);
 int ab_set_cloexec (int fd, int on);
 int ab_set_nonblock (int fd, int on);
 

@@ -6,86 +6,86 @@
 int
 ab_sys_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
-	struct ab_open_how_s how = {.flags = flags, .mode = 0, .resolve = resolve};
-	return (int) syscall (__NR_openat2, dirfd, path, &how, sizeof how);
+	struct ab_open_how_s how = { .flags = flags, .mode = 0, .resolve = resolve };
+	return (int)syscall (__NR_openat2, dirfd, path, &how, sizeof how);
 }
 
 int
 ab_sys_open_tree (int dirfd, const char *path, unsigned int flags)
 {
-	return (int) syscall (__NR_open_tree, dirfd, path, flags);
+	return (int)syscall (__NR_open_tree, dirfd, path, flags);
 }
 
 int
 ab_sys_move_mount (int from_dirfd, const char *from_path, int to_dirfd, const char *to_path,
                    unsigned int flags)
 {
-	return (int) syscall (__NR_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
+	return (int)syscall (__NR_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
 }
 
 int
 ab_sys_mount_setattr (int dirfd, const char *path, unsigned int flags, struct ab_mount_attr_s *attr)
 {
-	return (int) syscall (__NR_mount_setattr, dirfd, path, flags, attr, sizeof *attr);
+	return (int)syscall (__NR_mount_setattr, dirfd, path, flags, attr, sizeof *attr);
 }
 
 int
 ab_sys_fsopen (const char *fsname, unsigned int flags)
 {
-	return (int) syscall (__NR_fsopen, fsname, flags);
+	return (int)syscall (__NR_fsopen, fsname, flags);
 }
 
 int
 ab_sys_fsconfig (int fd, unsigned int cmd, const char *key, const void *value, int aux)
 {
-	return (int) syscall (__NR_fsconfig, fd, cmd, key, value, aux);
+	return (int)syscall (__NR_fsconfig, fd, cmd, key, value, aux);
 }
 
 int
 ab_sys_fsmount (int fd, unsigned int flags, unsigned int attr_flags)
 {
-	return (int) syscall (__NR_fsmount, fd, flags, attr_flags);
+	return (int)syscall (__NR_fsmount, fd, flags, attr_flags);
 }
 
 int
 ab_sys_pivot_root (const char *new_root, const char *put_old)
 {
-	return (int) syscall (__NR_pivot_root, new_root, put_old);
+	return (int)syscall (__NR_pivot_root, new_root, put_old);
 }
 
 int
 ab_sys_close_range (unsigned int first, unsigned int last, unsigned int flags)
 {
-	return (int) syscall (__NR_close_range, first, last, flags);
+	return (int)syscall (__NR_close_range, first, last, flags);
 }
 
 int
 ab_sys_pidfd_open (pid_t pid, unsigned int flags)
 {
-	return (int) syscall (__NR_pidfd_open, pid, flags);
+	return (int)syscall (__NR_pidfd_open, pid, flags);
 }
 
 int
 ab_sys_landlock_create_ruleset (const struct ab_landlock_ruleset_attr_s *attr, size_t size,
                                 uint32_t flags)
 {
-	return (int) syscall (__NR_landlock_create_ruleset, attr, size, flags);
+	return (int)syscall (__NR_landlock_create_ruleset, attr, size, flags);
 }
 
 int
 ab_sys_landlock_add_rule (int ruleset_fd, int rule_type, const void *rule_attr, uint32_t flags)
 {
-	return (int) syscall (__NR_landlock_add_rule, ruleset_fd, rule_type, rule_attr, flags);
+	return (int)syscall (__NR_landlock_add_rule, ruleset_fd, rule_type, rule_attr, flags);
 }
 
 int
 ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags)
 {
-	return (int) syscall (__NR_landlock_restrict_self, ruleset_fd, flags);
+	return (int)syscall (__NR_landlock_restrict_self, ruleset_fd, flags);
 }
 
 pid_t
 ab_sys_clone_fork (unsigned long flags)
 {
-	return (pid_t) syscall (__NR_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+	return (pid_t)syscall (__NR_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
 }

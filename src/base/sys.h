@@ -23,8 +23,7 @@ int ab_sys_close_range (unsigned int first, unsigned int last, unsigned int flag
 int ab_sys_pidfd_open (pid_t pid, unsigned int flags);
 int ab_sys_landlock_create_ruleset (const struct ab_landlock_ruleset_attr_s *attr, size_t size,
                                     uint32_t flags);
-int ab_sys_landlock_add_rule (int ruleset_fd, int rule_type, const void *rule_attr,
-                              uint32_t flags);
+int ab_sys_landlock_add_rule (int ruleset_fd, int rule_type, const void *rule_attr, uint32_t flags);
 int ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags);
 /* clone(2) without a new stack: returns twice like fork(2). */
 pid_t ab_sys_clone_fork (unsigned long flags);

@@ -6,12 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static void __attribute__ ((noreturn))
-oom (void)
+static void __attribute__ ((noreturn)) oom (void)
 {
 	static const char msg[] = "agentbox: out of memory\n";
 	ssize_t r = write (STDERR_FILENO, msg, sizeof msg - 1);
-	(void) r;
+	(void)r;
 	abort ();
 }
 

@@ -6,10 +6,10 @@
 #include "spec/spec.h"
 
 /* Exit statuses of `agentbox run` (as podman and docker). */
-#define AB_EXIT_TIMEOUT 124
-#define AB_EXIT_FAILED 125
+#define AB_EXIT_TIMEOUT     124
+#define AB_EXIT_FAILED      125
 #define AB_EXIT_CANNOT_EXEC 126
-#define AB_EXIT_NOT_FOUND 127
+#define AB_EXIT_NOT_FOUND   127
 
 int ab_cmd_run (int argc, char **argv);
 int ab_cmd_doctor (int argc, char **argv);

@@ -42,9 +42,9 @@
 /* Steps of the child tests whose failure has its own advice. */
 enum { STEP_NONE, STEP_USERNS, STEP_NETNS, STEP_OPEN_TREE, STEP_IDMAP };
 
-#define SYSCTL_MAX_USERNS "/proc/sys/user/max_user_namespaces"
+#define SYSCTL_MAX_USERNS      "/proc/sys/user/max_user_namespaces"
 #define SYSCTL_APPARMOR_USERNS "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
-#define SYSCTL_DEBIAN_USERNS "/proc/sys/kernel/unprivileged_userns_clone"
+#define SYSCTL_DEBIAN_USERNS   "/proc/sys/kernel/unprivileged_userns_clone"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -58,8 +58,8 @@ ab_doctor_child_fail (struct ab_doctor_child_s *out, int errnum, const char *fmt
 	va_start (ap, fmt);
 	n = vsnprintf (out->msg, sizeof out->msg, fmt, ap);
 	va_end (ap);
-	if (errnum && n >= 0 && (size_t) n < sizeof out->msg)
-		snprintf (out->msg + n, sizeof out->msg - (size_t) n, ": %s", strerror (errnum));
+	if (errnum && n >= 0 && (size_t)n < sizeof out->msg)
+		snprintf (out->msg + n, sizeof out->msg - (size_t)n, ": %s", strerror (errnum));
 	out->ok = false;
 	out->errnum = errnum;
 	return -1;
@@ -86,7 +86,7 @@ ab_doctor_in_child (int (*fn) (void *arg, struct ab_doctor_child_s *out), void *
 		return;
 	}
 	if (pid == 0) {
-		struct ab_doctor_child_s r = {0};
+		struct ab_doctor_child_s r = { 0 };
 		close (p[0]);
 		prctl (PR_SET_PDEATHSIG, SIGKILL);
 		alarm (CHILD_TIMEOUT_S);
@@ -101,7 +101,8 @@ ab_doctor_in_child (int (*fn) (void *arg, struct ab_doctor_child_s *out), void *
 		;
 	out->msg[sizeof out->msg - 1] = '\0';
 	if (WIFSIGNALED (status))
-		ab_doctor_child_fail (out, 0, "the test process died of signal %d%s", WTERMSIG (status),
+		ab_doctor_child_fail (out, 0, "the test process died of signal %d%s",
+		                      WTERMSIG (status),
 		                      WTERMSIG (status) == SIGALRM ? " (timed out)" : "");
 	else if (out->msg[0] == '\0')
 		ab_doctor_child_fail (out, 0, "the test process exited without a report");
@@ -149,10 +150,10 @@ enter_userns (struct ab_doctor_child_s *out)
 	out->step = STEP_USERNS;
 	if (unshare (CLONE_NEWUSER) < 0)
 		return ab_doctor_child_fail (out, errno, "unshare(CLONE_NEWUSER)");
-	snprintf (map, sizeof map, "0 %u 1\n", (unsigned) uid);
+	snprintf (map, sizeof map, "0 %u 1\n", (unsigned)uid);
 	if (write_proc_self ("setgroups", "deny") < 0 || write_proc_self ("uid_map", map) < 0)
 		return ab_doctor_child_fail (out, errno, "write the new namespace's uid_map");
-	snprintf (map, sizeof map, "0 %u 1\n", (unsigned) gid);
+	snprintf (map, sizeof map, "0 %u 1\n", (unsigned)gid);
 	if (write_proc_self ("gid_map", map) < 0)
 		return ab_doctor_child_fail (out, errno, "write the new namespace's gid_map");
 	out->step = STEP_NONE;
@@ -192,16 +193,18 @@ static const struct {
 	bool unprivileged_only;
 	const char *fix;
 } userns_fixes[] = {
-	{UF_MAX, 0, false, "sysctl -w user.max_user_namespaces=15000"},
-	{UF_DEBIAN, 0, true, "sysctl -w kernel.unprivileged_userns_clone=1, or run as root"},
-	{UF_APPARMOR, 1, true,
-	 "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile that "
-	 "allows userns for agentbox), or run as root"},
-	{UF_ERRNO, ENOSPC, false, "the namespace limit is reached: raise user.max_user_namespaces"},
-	{UF_ERRNO, EPERM, false,
-	 "a seccomp or LSM policy around this process forbids it (a container?): run agentbox on "
-	 "the host, or in a container allowed to create user namespaces"},
-	{UF_ERRNO, EINVAL, false, "the kernel lacks CONFIG_USER_NS: use a kernel with user namespaces"},
+	{ UF_MAX, 0, false, "sysctl -w user.max_user_namespaces=15000" },
+	{ UF_DEBIAN, 0, true, "sysctl -w kernel.unprivileged_userns_clone=1, or run as root" },
+	{ UF_APPARMOR, 1, true,
+	  "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile that "
+	  "allows userns for agentbox), or run as root" },
+	{ UF_ERRNO, ENOSPC, false,
+	  "the namespace limit is reached: raise user.max_user_namespaces" },
+	{ UF_ERRNO, EPERM, false,
+	  "a seccomp or LSM policy around this process forbids it (a container?): run agentbox on "
+	  "the host, or in a container allowed to create user namespaces" },
+	{ UF_ERRNO, EINVAL, false,
+	  "the kernel lacks CONFIG_USER_NS: use a kernel with user namespaces" },
 };
 
 static const char *
@@ -220,7 +223,7 @@ userns_fix (const struct userns_state_s *s)
 static void
 check_userns (struct ab_doctor_check_s *c)
 {
-	struct userns_state_s s = {0};
+	struct userns_state_s s = { 0 };
 	struct ab_doctor_child_s r;
 	char max[32] = "unknown", aa[80] = " absent (not restricted)";
 	int rmax = ab_doctor_read_long (SYSCTL_MAX_USERNS, &s.value[UF_MAX]);
@@ -272,14 +275,17 @@ try_netns (void *arg, struct ab_doctor_child_s *out)
 	close (s);
 	ifs = if_nameindex ();
 	if (!ifs)
-		return ab_doctor_child_fail (out, errno, "list interfaces in the new network namespace");
+		return ab_doctor_child_fail (out, errno,
+		                             "list interfaces in the new network namespace");
 	while (ifs[n].if_name)
 		n++;
 	only_lo = n == 1 && strcmp (ifs[0].if_name, "lo") == 0;
 	if_freenameindex (ifs);
 	if (!only_lo)
-		return ab_doctor_child_fail (out, 0, "a new network namespace holds %zu interfaces, not only lo", n);
-	snprintf (out->msg, sizeof out->msg, "created one (inside a user namespace); it holds only lo");
+		return ab_doctor_child_fail (
+		        out, 0, "a new network namespace holds %zu interfaces, not only lo", n);
+	snprintf (out->msg, sizeof out->msg,
+	          "created one (inside a user namespace); it holds only lo");
 	return 0;
 }
 
@@ -294,8 +300,9 @@ check_netns (struct ab_doctor_check_s *c)
 	if (!c->ok)
 		snprintf (c->fix, sizeof c->fix, "%s",
 		          r.step == STEP_USERNS ? "needs user namespaces: see that line"
-		          : r.errnum == EINVAL  ? "use a kernel with CONFIG_NET_NS"
-		                                : "a policy around this process forbids network namespaces");
+		          : r.errnum == EINVAL
+		                  ? "use a kernel with CONFIG_NET_NS"
+		                  : "a policy around this process forbids network namespaces");
 }
 
 /* ------------------------------------------------------------------ */
@@ -323,22 +330,24 @@ try_seccomp (void *arg, struct ab_doctor_child_s *out)
 		BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EXDEV),
 		BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {.len = sizeof insns / sizeof insns[0], .filter = insns};
+	struct sock_fprog prog = { .len = sizeof insns / sizeof insns[0], .filter = insns };
 
 	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return ab_doctor_child_fail (out, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
 	if (prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
 		return ab_doctor_child_fail (out, errno, "install a seccomp filter");
 	if (syscall (__NR_getppid) != -1 || errno != EXDEV)
-		return ab_doctor_child_fail (out, 0, "a seccomp filter was accepted but not enforced");
-	snprintf (out->msg, sizeof out->msg, "a filter installed in a child denied getppid as told");
+		return ab_doctor_child_fail (out, 0,
+		                             "a seccomp filter was accepted but not enforced");
+	snprintf (out->msg, sizeof out->msg,
+	          "a filter installed in a child denied getppid as told");
 	return 0;
 }
 
 static void
 check_seccomp (struct ab_doctor_check_s *c)
 {
-	static const char *const modes[] = {"none", "strict", "filter"};
+	static const char *const modes[] = { "none", "strict", "filter" };
 	struct ab_doctor_child_s r;
 	int mode = prctl (PR_GET_SECCOMP, 0, 0, 0, 0);
 	const char *m = mode >= 0 && mode <= 2 ? modes[mode] : "unknown";
@@ -350,8 +359,9 @@ check_seccomp (struct ab_doctor_check_s *c)
 	          mode == 2 ? ", filters stack" : "");
 	if (!c->ok)
 		snprintf (c->fix, sizeof c->fix,
-		          r.errnum == EINVAL ? "use a kernel with CONFIG_SECCOMP_FILTER"
-		                             : "a policy around this process forbids seccomp filters");
+		          r.errnum == EINVAL
+		                  ? "use a kernel with CONFIG_SECCOMP_FILTER"
+		                  : "a policy around this process forbids seccomp filters");
 }
 
 /* ------------------------------------------------------------------ */
@@ -365,14 +375,15 @@ static int
 try_landlock (void *arg, struct ab_doctor_child_s *out)
 {
 	const struct landlock_probe_s *p = arg;
-	struct ab_landlock_ruleset_attr_s attr = {.handled_access_fs = AB_LL_FS_WRITE_FILE};
+	struct ab_landlock_ruleset_attr_s attr = { .handled_access_fs = AB_LL_FS_WRITE_FILE };
 	int ruleset, fd;
 
 	ruleset = ab_sys_landlock_create_ruleset (
-		&attr, offsetof (struct ab_landlock_ruleset_attr_s, handled_access_net), 0);
+	        &attr, offsetof (struct ab_landlock_ruleset_attr_s, handled_access_net), 0);
 	if (ruleset < 0)
 		return ab_doctor_child_fail (out, errno, "landlock_create_ruleset");
-	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || ab_sys_landlock_restrict_self (ruleset, 0) < 0)
+	if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0
+	    || ab_sys_landlock_restrict_self (ruleset, 0) < 0)
 		return ab_doctor_child_fail (out, errno, "landlock_restrict_self");
 	fd = open (p->file, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0 || errno != EACCES)
@@ -380,9 +391,11 @@ try_landlock (void *arg, struct ab_doctor_child_s *out)
 		                             "a Landlock domain did not deny a write as told");
 	fd = open (p->file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return ab_doctor_child_fail (out, errno, "a Landlock domain denied a read it should allow");
+		return ab_doctor_child_fail (out, errno,
+		                             "a Landlock domain denied a read it should allow");
 	close (fd);
-	snprintf (out->msg, sizeof out->msg, "a domain made in a child denied a write and allowed a read");
+	snprintf (out->msg, sizeof out->msg,
+	          "a domain made in a child denied a write and allowed a read");
 	return 0;
 }
 
@@ -414,7 +427,8 @@ landlock_functional (struct ab_doctor_check_s *c, int abi)
 	snprintf (c->detail, sizeof c->detail, "ABI %d (this agentbox uses up to %d); %s", abi,
 	          LANDLOCK_ABI_USED, r.msg);
 	if (!c->ok)
-		snprintf (c->fix, sizeof c->fix, "the kernel reports Landlock but it does not work here");
+		snprintf (c->fix, sizeof c->fix,
+		          "the kernel reports Landlock but it does not work here");
 }
 
 static void
@@ -434,9 +448,10 @@ check_landlock (struct ab_doctor_check_s *c)
 	          "landlock_create_ruleset: %s; sandboxes run without this second file-system wall",
 	          strerror (e));
 	snprintf (c->fix, sizeof c->fix, "%s",
-	          e == EOPNOTSUPP ? "Landlock is built in but off: add it to the lsm= kernel parameter "
-	                            "(e.g. lsm=landlock,lockdown,yama,integrity,apparmor) and reboot"
-	                          : "use Linux >= 5.13 built with CONFIG_SECURITY_LANDLOCK=y");
+	          e == EOPNOTSUPP
+	                  ? "Landlock is built in but off: add it to the lsm= kernel parameter "
+	                    "(e.g. lsm=landlock,lockdown,yama,integrity,apparmor) and reboot"
+	                  : "use Linux >= 5.13 built with CONFIG_SECURITY_LANDLOCK=y");
 }
 
 /* ------------------------------------------------------------------ */
@@ -446,9 +461,10 @@ static const struct {
 	unsigned long magic;
 	const char *name;
 } fs_names[] = {
-	{0xEF53, "ext4"},       {0x58465342, "xfs"},  {0x9123683E, "btrfs"},    {0x01021994, "tmpfs"},
-	{0x794c7630, "overlay"}, {0x6969, "nfs"},      {0x65735546, "fuse"},     {0x01021997, "9p"},
-	{0x2fc12fc1, "zfs"},    {0xF2F52010, "f2fs"}, {0x73717368, "squashfs"},
+	{ 0xEF53, "ext4" },      { 0x58465342, "xfs" },      { 0x9123683E, "btrfs" },
+	{ 0x01021994, "tmpfs" }, { 0x794c7630, "overlay" },  { 0x6969, "nfs" },
+	{ 0x65735546, "fuse" },  { 0x01021997, "9p" },       { 0x2fc12fc1, "zfs" },
+	{ 0xF2F52010, "f2fs" },  { 0x73717368, "squashfs" },
 };
 
 static const char *
@@ -458,7 +474,7 @@ fs_name (const char *path)
 	if (statfs (path, &sf) < 0)
 		return "unknown fs";
 	for (size_t i = 0; i < sizeof fs_names / sizeof fs_names[0]; i++)
-		if ((unsigned long) sf.f_type == fs_names[i].magic)
+		if ((unsigned long)sf.f_type == fs_names[i].magic)
 			return fs_names[i].name;
 	return "other fs";
 }
@@ -469,7 +485,7 @@ fs_name (const char *path)
 static int
 try_idmap (void *arg, struct ab_doctor_child_s *out)
 {
-	struct ab_mount_attr_s attr = {.attr_set = MOUNT_ATTR_IDMAP};
+	struct ab_mount_attr_s attr = { .attr_set = MOUNT_ATTR_IDMAP };
 	ab_error_t err = AB_ERROR_INIT;
 	const char *dir = arg;
 	struct stat st;
@@ -489,13 +505,15 @@ try_idmap (void *arg, struct ab_doctor_child_s *out)
 	mnt = ab_sys_open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (mnt < 0)
 		return ab_doctor_child_fail (out, errno, "open_tree(OPEN_TREE_CLONE) %s", dir);
-	attr.userns_fd = (uint64_t) userns;
+	attr.userns_fd = (uint64_t)userns;
 	out->step = STEP_IDMAP;
 	if (ab_sys_mount_setattr (mnt, "", AT_EMPTY_PATH, &attr) < 0)
-		return ab_doctor_child_fail (out, errno, "mount_setattr(MOUNT_ATTR_IDMAP) on %s (%s)", dir,
+		return ab_doctor_child_fail (out, errno,
+		                             "mount_setattr(MOUNT_ATTR_IDMAP) on %s (%s)", dir,
 		                             fs_name (dir));
 	if (fstat (mnt, &st) < 0 || st.st_uid != AB_USERNS_HOST_BASE)
-		return ab_doctor_child_fail (out, 0, "an idmapped mount of %s did not map its owner", dir);
+		return ab_doctor_child_fail (out, 0,
+		                             "an idmapped mount of %s did not map its owner", dir);
 	snprintf (out->msg, sizeof out->msg,
 	          "idmapped a clone of %s (%s): its owner appeared as the sandbox's root", dir,
 	          fs_name (dir));
@@ -511,7 +529,8 @@ check_idmap (struct ab_doctor_check_s *c)
 	if (geteuid () != 0) {
 		c->ok = false;
 		snprintf (c->detail, sizeof c->detail,
-		          "only root can idmap a host filesystem; agentbox uses them only when run as root");
+		          "only root can idmap a host filesystem; agentbox uses them only when run "
+		          "as root");
 		snprintf (c->fix, sizeof c->fix,
 		          "nothing to do when unprivileged: the sandbox maps your own uid, so "
 		          "workspace files stay yours");
@@ -530,12 +549,16 @@ check_idmap (struct ab_doctor_check_s *c)
 		snprintf (c->fix, sizeof c->fix, "needs user namespaces: see that line");
 	else if (r.step == STEP_OPEN_TREE)
 		snprintf (c->fix, sizeof c->fix,
-		          "needs Linux >= 5.2 and root in the host's own namespaces (not in a container)");
+		          "needs Linux >= 5.2 and root in the host's own namespaces (not in a "
+		          "container)");
 	else
 		snprintf (c->fix, sizeof c->fix,
-		          "needs Linux >= 5.12 and a filesystem with idmapping (ext4, xfs, btrfs; tmpfs "
-		          ">= 6.3); without it, workspace files written by the sandbox belong to host uid "
-		          "%u", AB_USERNS_HOST_BASE);
+		          "needs Linux >= 5.12 and a filesystem with idmapping (ext4, xfs, btrfs; "
+		          "tmpfs "
+		          ">= 6.3); without it, workspace files written by the sandbox belong to "
+		          "host uid "
+		          "%u",
+		          AB_USERNS_HOST_BASE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -593,16 +616,16 @@ check_cgroups (struct ab_doctor_check_s *c)
 /* ------------------------------------------------------------------ */
 
 static const struct ab_doctor_check_def_s checks[] = {
-	{"user_namespaces", "user namespaces", check_userns},
-	{"network_namespaces", "network namespaces", check_netns},
-	{"seccomp", "seccomp", check_seccomp},
-	{"landlock", "Landlock", check_landlock},
-	{"idmapped_mounts", "idmapped mounts", check_idmap},
-	{"cgroups", "cgroups", check_cgroups},
-	{"kvm", "/dev/kvm", ab_doctor_check_kvm},
-	{"runsc", "runsc (gVisor)", ab_doctor_check_runsc},
-	{"docker", "Docker daemon", ab_doctor_check_docker},
-	{NULL, NULL, NULL},
+	{ "user_namespaces", "user namespaces", check_userns },
+	{ "network_namespaces", "network namespaces", check_netns },
+	{ "seccomp", "seccomp", check_seccomp },
+	{ "landlock", "Landlock", check_landlock },
+	{ "idmapped_mounts", "idmapped mounts", check_idmap },
+	{ "cgroups", "cgroups", check_cgroups },
+	{ "kvm", "/dev/kvm", ab_doctor_check_kvm },
+	{ "runsc", "runsc (gVisor)", ab_doctor_check_runsc },
+	{ "docker", "Docker daemon", ab_doctor_check_docker },
+	{ NULL, NULL, NULL },
 };
 
 const struct ab_doctor_check_def_s *

@@ -14,9 +14,9 @@ struct ab_doctor_check_s {
 	const char *name;  /* JSON key: "user_namespaces" */
 	const char *label; /* text column: "user namespaces" */
 	bool ok;
-	char detail[512];  /* why yes or no */
-	char fix[320];     /* what the user can do about a no; "" when ok */
-	json_t *facts;     /* extra machine-readable fields (an object, owned) */
+	char detail[512]; /* why yes or no */
+	char fix[320];    /* what the user can do about a no; "" when ok */
+	json_t *facts;    /* extra machine-readable fields (an object, owned) */
 };
 
 struct ab_doctor_check_def_s {
@@ -43,7 +43,7 @@ void ab_doctor_in_child (int (*fn) (void *arg, struct ab_doctor_child_s *out), v
 /* For child functions: record "<what>: strerror(errnum)", return -1.
  * Set out->step before a step whose failure needs its own advice. */
 int ab_doctor_child_fail (struct ab_doctor_child_s *out, int errnum, const char *fmt, ...)
-	__attribute__ ((format (printf, 3, 4)));
+        __attribute__ ((format (printf, 3, 4)));
 
 /* A sysctl-like file holding one integer: 0, or -errno (-ENOENT = absent). */
 int ab_doctor_read_long (const char *path, long *out);

@@ -28,12 +28,12 @@
 #include "base/sys.h"
 #include "base/xalloc.h"
 
-#define KVM_PATH "/dev/kvm"
-#define KVM_EXPECTED_API 12 /* fixed since Linux 2.6.22; anything else is not KVM as we know it */
-#define RUNSC_TIMEOUT_MS 5000
-#define DOCKER_TIMEOUT_S 3
+#define KVM_PATH            "/dev/kvm"
+#define KVM_EXPECTED_API    12 /* fixed since Linux 2.6.22; anything else is not KVM as we know it */
+#define RUNSC_TIMEOUT_MS    5000
+#define DOCKER_TIMEOUT_S    3
 #define DOCKER_DEFAULT_SOCK "/var/run/docker.sock"
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_PATH        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 extern char **environ;
 
@@ -44,12 +44,13 @@ static const struct {
 	int errnum;
 	const char *fix;
 } kvm_fixes[] = {
-	{ENOENT, "enable hardware virtualization (nested virtualization when this is a VM) and load "
-	         "kvm_intel or kvm_amd (modprobe kvm_intel)"},
-	{EACCES, "add the user to the kvm group (usermod -aG kvm USER), then log in again"},
-	{EPERM, "a device policy around this process (a container?) forbids /dev/kvm: pass it in "
-	        "(docker run --device /dev/kvm)"},
-	{ENXIO, "the KVM module is not loaded: modprobe kvm_intel (or kvm_amd)"},
+	{ ENOENT,
+	  "enable hardware virtualization (nested virtualization when this is a VM) and load "
+	  "kvm_intel or kvm_amd (modprobe kvm_intel)" },
+	{ EACCES, "add the user to the kvm group (usermod -aG kvm USER), then log in again" },
+	{ EPERM, "a device policy around this process (a container?) forbids /dev/kvm: pass it in "
+	         "(docker run --device /dev/kvm)" },
+	{ ENXIO, "the KVM module is not loaded: modprobe kvm_intel (or kvm_amd)" },
 };
 
 static const char *
@@ -110,13 +111,15 @@ static char *
 find_program (const char *name)
 {
 	const char *env = getenv ("PATH");
-	cleanup_free char *dirs = xasprintf ("%s:%s", env && *env ? env : DEFAULT_PATH, DEFAULT_PATH);
+	cleanup_free char *dirs =
+	        xasprintf ("%s:%s", env && *env ? env : DEFAULT_PATH, DEFAULT_PATH);
 	char *save = NULL;
 
 	for (char *d = strtok_r (dirs, ":", &save); d; d = strtok_r (NULL, ":", &save)) {
 		cleanup_free char *p = xasprintf ("%s/%s", d, name);
 		struct stat st;
-		if (d[0] == '/' && stat (p, &st) == 0 && S_ISREG (st.st_mode) && access (p, X_OK) == 0)
+		if (d[0] == '/' && stat (p, &st) == 0 && S_ISREG (st.st_mode)
+		    && access (p, X_OK) == 0)
 			return steal_pointer (&p);
 	}
 	return NULL;
@@ -137,18 +140,18 @@ read_until (int fd, char *buf, size_t size, long deadline)
 	size_t got = 0;
 
 	while (got + 1 < size) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct pollfd p = { .fd = fd, .events = POLLIN };
 		long left = deadline - now_ms ();
 		ssize_t n;
 
-		if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+		if (left <= 0 || poll (&p, 1, (int)left) <= 0)
 			break;
 		n = read (fd, buf + got, size - 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		got += (size_t) n;
+		got += (size_t)n;
 	}
 	buf[got] = '\0';
 	return got;
@@ -158,13 +161,13 @@ read_until (int fd, char *buf, size_t size, long deadline)
 static bool
 exited_by (pid_t pid, long deadline)
 {
-	struct pollfd p = {.fd = ab_sys_pidfd_open (pid, 0), .events = POLLIN};
+	struct pollfd p = { .fd = ab_sys_pidfd_open (pid, 0), .events = POLLIN };
 	long left = deadline - now_ms ();
 	bool done;
 
 	if (p.fd < 0)
 		return false;
-	done = poll (&p, 1, left > 0 ? (int) left : 0) > 0;
+	done = poll (&p, 1, left > 0 ? (int)left : 0) > 0;
 	close (p.fd);
 	return done;
 }
@@ -175,7 +178,7 @@ exited_by (pid_t pid, long deadline)
 static int
 run_version (const char *path, char *out, size_t size, bool *timed_out)
 {
-	char *argv[] = {(char *) path, (char *) "--version", NULL};
+	char *argv[] = { (char *)path, (char *)"--version", NULL };
 	long deadline = now_ms () + RUNSC_TIMEOUT_MS;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
@@ -235,9 +238,10 @@ ab_doctor_check_runsc (struct ab_doctor_check_s *c)
 			snprintf (how, sizeof how, "exit status %d", WEXITSTATUS (status));
 		else
 			snprintf (how, sizeof how, "killed by signal %d", WTERMSIG (status));
-		snprintf (c->detail, sizeof c->detail, "%s --version failed (%s)%s%.200s", path, how,
-		          out[0] ? ": " : "", out);
-		snprintf (c->fix, sizeof c->fix, "reinstall runsc (apt-get install --reinstall runsc)");
+		snprintf (c->detail, sizeof c->detail, "%s --version failed (%s)%s%.200s", path,
+		          how, out[0] ? ": " : "", out);
+		snprintf (c->fix, sizeof c->fix,
+		          "reinstall runsc (apt-get install --reinstall runsc)");
 		return;
 	}
 	json_object_set_new (c->facts, "version", json_string (out));
@@ -267,8 +271,8 @@ docker_socket (const char **unsupported)
 static int
 docker_connect (const char *path)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	struct timeval tv = {.tv_sec = DOCKER_TIMEOUT_S};
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = DOCKER_TIMEOUT_S };
 	cleanup_close int s = -1;
 
 	if (strlen (path) >= sizeof a.sun_path)
@@ -276,7 +280,7 @@ docker_connect (const char *path)
 	memcpy (a.sun_path, path, strlen (path) + 1);
 	s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || setsockopt (s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0
-	    || connect (s, (struct sockaddr *) &a, sizeof a) < 0)
+	    || connect (s, (struct sockaddr *)&a, sizeof a) < 0)
 		return -1;
 	return steal_fd (&s);
 }
@@ -292,7 +296,7 @@ header_value (const char *head, const char *end, const char *name, char *out, si
 		if (strncasecmp (h, name, n) == 0 && h[n] == ':') {
 			h += n + 1;
 			h += strspn (h, " \t");
-			snprintf (out, size, "%.*s", (int) strcspn (h, "\r\n"), h);
+			snprintf (out, size, "%.*s", (int)strcspn (h, "\r\n"), h);
 			return;
 		}
 		h = strstr (h, "\r\n");
@@ -315,8 +319,9 @@ docker_ping (int s, char *why, size_t size, char *api, size_t api_size)
 	if (strncmp (resp, "HTTP/1.", 7) != 0 || strncmp (resp + 8, " 200", 4) != 0 || !body
 	    || strcmp (body + 4, "OK") != 0)
 		return snprintf (why, size, "/_ping did not answer 200 OK (got '%.*s')",
-		                 (int) (strcspn (resp, "\r\n") > 60 ? 60 : strcspn (resp, "\r\n")),
-		                 resp), false;
+		                 (int)(strcspn (resp, "\r\n") > 60 ? 60 : strcspn (resp, "\r\n")),
+		                 resp),
+		       false;
 	header_value (resp, body, "Api-Version", api, api_size);
 	return true;
 }
@@ -343,9 +348,10 @@ ab_doctor_check_docker (struct ab_doctor_check_s *c)
 
 	json_object_set_new (c->facts, "client", client ? json_string (client) : json_null ());
 	if (!sock) {
-		snprintf (c->detail, sizeof c->detail, "DOCKER_HOST=%s is not a unix socket; not checked",
-		          unsupported);
-		snprintf (c->fix, sizeof c->fix, "set DOCKER_HOST=unix://PATH (agentbox talks to local daemons only)");
+		snprintf (c->detail, sizeof c->detail,
+		          "DOCKER_HOST=%s is not a unix socket; not checked", unsupported);
+		snprintf (c->fix, sizeof c->fix,
+		          "set DOCKER_HOST=unix://PATH (agentbox talks to local daemons only)");
 		return;
 	}
 	json_object_set_new (c->facts, "socket", json_string (sock));

@@ -43,8 +43,10 @@ parse_args (int argc, char **argv, ab_error_t *err)
 		else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
 			return 2;
 		else
-			return ab_error (err, 0, AB_E_INVALID, "doctor: unknown %s '%s' (usage: agentbox doctor [--json])",
-			                 argv[i][0] == '-' ? "option" : "argument", argv[i]);
+			return ab_error (
+			        err, 0, AB_E_INVALID,
+			        "doctor: unknown %s '%s' (usage: agentbox doctor [--json])",
+			        argv[i][0] == '-' ? "option" : "argument", argv[i]);
 	}
 	return json;
 }
@@ -93,7 +95,8 @@ describe_host (struct report_s *rep)
 	struct utsname u;
 
 	if (uname (&u) == 0)
-		snprintf (rep->kernel, sizeof rep->kernel, "%s %s %s", u.sysname, u.release, u.machine);
+		snprintf (rep->kernel, sizeof rep->kernel, "%s %s %s", u.sysname, u.release,
+		          u.machine);
 	else
 		snprintf (rep->kernel, sizeof rep->kernel, "unknown");
 }
@@ -101,7 +104,7 @@ describe_host (struct report_s *rep)
 static void
 print_text (const struct report_s *rep)
 {
-	printf ("agentbox doctor: %s, running as uid %u\n\n", rep->kernel, (unsigned) geteuid ());
+	printf ("agentbox doctor: %s, running as uid %u\n\n", rep->kernel, (unsigned)geteuid ());
 	for (size_t i = 0; i < rep->n_checks; i++) {
 		const struct ab_doctor_check_s *c = &rep->checks[i];
 		printf ("  %-20s %-4s %s\n", c->label, c->ok ? "yes" : "no", c->detail);
@@ -112,9 +115,10 @@ print_text (const struct report_s *rep)
 	for (size_t i = 0; i < rep->n_backends; i++) {
 		const struct backend_row_s *b = &rep->backends[i];
 		printf ("  %-20s %-4s %.1f ms  %s\n", b->ops->name, b->probe.works ? "yes" : "no",
-		        (double) b->probe.duration_us / 1000.0, b->probe.reason);
+		        (double)b->probe.duration_us / 1000.0, b->probe.reason);
 		if (!b->probe.works)
-			printf ("  %-20s %-4s fix: see the capability lines above that say no\n", "", "");
+			printf ("  %-20s %-4s fix: see the capability lines above that say no\n",
+			        "", "");
 	}
 	if (rep->pick)
 		printf ("\nauto picks: %s\n", rep->pick->name);
@@ -140,14 +144,14 @@ print_json (const struct report_s *rep)
 		json_object_set_new (caps, rep->checks[i].name, check_json (&rep->checks[i]));
 	for (size_t i = 0; i < rep->n_backends; i++) {
 		const struct backend_row_s *b = &rep->backends[i];
-		json_array_append_new (backends,
-		                       json_pack ("{s:s, s:i, s:b, s:f, s:s}", "name", b->ops->name,
-		                                  "strength", b->ops->strength, "works", b->probe.works,
-		                                  "duration_ms", (double) b->probe.duration_us / 1000.0,
-		                                  "reason", b->probe.reason));
+		json_array_append_new (
+		        backends, json_pack ("{s:s, s:i, s:b, s:f, s:s}", "name", b->ops->name,
+		                             "strength", b->ops->strength, "works", b->probe.works,
+		                             "duration_ms", (double)b->probe.duration_us / 1000.0,
+		                             "reason", b->probe.reason));
 	}
-	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid", (int) geteuid (),
-	                  "capabilities", caps, "backends", backends, "auto",
+	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid",
+	                  (int)geteuid (), "capabilities", caps, "backends", backends, "auto",
 	                  rep->pick ? json_string (rep->pick->name) : json_null ());
 	json_dumpf (root, stdout, JSON_INDENT (2));
 	putchar ('\n');
@@ -166,7 +170,7 @@ free_report (struct report_s *rep)
 int
 ab_cmd_doctor (int argc, char **argv)
 {
-	struct report_s rep = {0};
+	struct report_s rep = { 0 };
 	ab_error_t err = AB_ERROR_INIT;
 	int mode = parse_args (argc, argv, &err);
 

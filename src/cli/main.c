@@ -7,30 +7,35 @@
 #include "daemon/daemon.h"
 
 static const char usage[] =
-	"usage: agentbox <command> [OPTIONS]\n"
-	"\n"
-	"commands:\n"
-	"  run [OPTIONS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see agentbox run --help)\n"
-	"  doctor [--json]                  what this host can do, and which backend auto picks\n"
-	"  serve [OPTIONS]                  the daemon: sandboxes that stay up, behind a REST API\n"
-	"  create [RUN OPTIONS] [--ttl D] [--label K=V]   start a sandbox in the daemon; prints its id\n"
-	"  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
-	"  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
-	"  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
-	"  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's sandbox\n"
-	"  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
-	"  credential-proxy serve [OPTIONS] inject API keys upstream (also as t3-credential-proxy)\n"
-	"  preview-bridge <serve|request|websocket-framed|cdp-automation|signal>   (t3-preview-bridge)\n";
+        "usage: agentbox <command> [OPTIONS]\n"
+        "\n"
+        "commands:\n"
+        "  run [OPTIONS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see agentbox run --help)\n"
+        "  doctor [--json]                  what this host can do, and which backend auto picks\n"
+        "  serve [OPTIONS]                  the daemon: sandboxes that stay up, behind a REST API\n"
+        "  create [RUN OPTIONS] [--ttl D] [--label K=V]   start a sandbox in the daemon; prints "
+        "its id\n"
+        "  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
+        "  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
+        "  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
+        "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
+        "sandbox\n"
+        "  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
+        "  credential-proxy serve [OPTIONS] inject API keys upstream (also as "
+        "t3-credential-proxy)\n"
+        "  preview-bridge <serve|request|websocket-framed|cdp-automation|signal>   "
+        "(t3-preview-bridge)\n";
 
 /* The daemon and its clients (cli/client.h). */
 static const struct {
 	const char *name;
 	int (*fn) (int argc, char **argv);
 } daemon_commands[] = {
-	{"serve", ab_cmd_serve},     {"create", ab_cmd_create}, {"exec", ab_cmd_exec},
-	{"cp", ab_cmd_cp},           {"ls", ab_cmd_ls},         {"ps", ab_cmd_ps},
-	{"inspect", ab_cmd_inspect}, {"rm", ab_cmd_rm},           {"port", ab_cmd_port},
-	{"__create-sandbox", ab_daemon_create_child_main},
+	{ "serve", ab_cmd_serve },     { "create", ab_cmd_create },
+	{ "exec", ab_cmd_exec },       { "cp", ab_cmd_cp },
+	{ "ls", ab_cmd_ls },           { "ps", ab_cmd_ps },
+	{ "inspect", ab_cmd_inspect }, { "rm", ab_cmd_rm },
+	{ "port", ab_cmd_port },       { "__create-sandbox", ab_daemon_create_child_main },
 };
 
 void
@@ -51,9 +56,9 @@ static const struct {
 	const char *command, *alias;
 	int (*fn) (int argc, char **argv, const char *progname);
 } services[] = {
-	{"egress-proxy", "t3-egress-proxy", ab_cmd_egress_proxy},
-	{"credential-proxy", "t3-credential-proxy", ab_cmd_credential_proxy},
-	{"preview-bridge", "t3-preview-bridge", ab_cmd_preview_bridge},
+	{ "egress-proxy", "t3-egress-proxy", ab_cmd_egress_proxy },
+	{ "credential-proxy", "t3-credential-proxy", ab_cmd_credential_proxy },
+	{ "preview-bridge", "t3-preview-bridge", ab_cmd_preview_bridge },
 };
 
 static const char *
@@ -88,7 +93,8 @@ main (int argc, char **argv)
 	for (size_t i = 0; i < sizeof daemon_commands / sizeof *daemon_commands; i++)
 		if (strcmp (argv[1], daemon_commands[i].name) == 0)
 			return daemon_commands[i].fn (argc - 1, argv + 1);
-	if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0) {
+	if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0
+	    || strcmp (argv[1], "help") == 0) {
 		fputs (usage, stdout);
 		return 0;
 	}

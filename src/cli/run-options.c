@@ -16,59 +16,79 @@
 #include "cli/cli.h"
 
 enum {
-	OPT_WORKSPACE = 256, OPT_NO_WORKSPACE, OPT_ROOTFS, OPT_RO, OPT_RW, OPT_TMPFS, OPT_ENV_FILE,
-	OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILL_GRACE, OPT_NOFILE, OPT_NETWORK,
-	OPT_HOSTNAME, OPT_BACKEND, OPT_JSON_RESULT, OPT_NO_TTY, OPT_ALLOW_HOST, OPT_DENY_HOST,
-	OPT_ALLOW_CIDR, OPT_POLICY, OPT_AUDIT_LOG, OPT_CREDENTIAL,
+	OPT_WORKSPACE = 256,
+	OPT_NO_WORKSPACE,
+	OPT_ROOTFS,
+	OPT_RO,
+	OPT_RW,
+	OPT_TMPFS,
+	OPT_ENV_FILE,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_TIMEOUT,
+	OPT_KILL_GRACE,
+	OPT_NOFILE,
+	OPT_NETWORK,
+	OPT_HOSTNAME,
+	OPT_BACKEND,
+	OPT_JSON_RESULT,
+	OPT_NO_TTY,
+	OPT_ALLOW_HOST,
+	OPT_DENY_HOST,
+	OPT_ALLOW_CIDR,
+	OPT_POLICY,
+	OPT_AUDIT_LOG,
+	OPT_CREDENTIAL,
 };
 
 static const struct option run_options[] = {
-	{"workspace", required_argument, NULL, OPT_WORKSPACE},
-	{"no-workspace", no_argument, NULL, OPT_NO_WORKSPACE},
-	{"rootfs", required_argument, NULL, OPT_ROOTFS},
-	{"ro", required_argument, NULL, OPT_RO},
-	{"rw", required_argument, NULL, OPT_RW},
-	{"tmpfs", required_argument, NULL, OPT_TMPFS},
-	{"env", required_argument, NULL, 'e'},
-	{"env-file", required_argument, NULL, OPT_ENV_FILE},
-	{"workdir", required_argument, NULL, 'w'},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
-	{"nofile", required_argument, NULL, OPT_NOFILE},
-	{"network", required_argument, NULL, OPT_NETWORK},
-	{"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
-	{"deny-host", required_argument, NULL, OPT_DENY_HOST},
-	{"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
-	{"policy", required_argument, NULL, OPT_POLICY},
-	{"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
-	{"credential", required_argument, NULL, OPT_CREDENTIAL},
-	{"user", required_argument, NULL, 'u'},
-	{"hostname", required_argument, NULL, OPT_HOSTNAME},
-	{"backend", required_argument, NULL, OPT_BACKEND},
-	{"json-result", required_argument, NULL, OPT_JSON_RESULT},
-	{"tty", no_argument, NULL, 't'},
-	{"no-tty", no_argument, NULL, OPT_NO_TTY},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "no-workspace", no_argument, NULL, OPT_NO_WORKSPACE },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "ro", required_argument, NULL, OPT_RO },
+	{ "rw", required_argument, NULL, OPT_RW },
+	{ "tmpfs", required_argument, NULL, OPT_TMPFS },
+	{ "env", required_argument, NULL, 'e' },
+	{ "env-file", required_argument, NULL, OPT_ENV_FILE },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
+	{ "nofile", required_argument, NULL, OPT_NOFILE },
+	{ "network", required_argument, NULL, OPT_NETWORK },
+	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+	{ "deny-host", required_argument, NULL, OPT_DENY_HOST },
+	{ "allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+	{ "credential", required_argument, NULL, OPT_CREDENTIAL },
+	{ "user", required_argument, NULL, 'u' },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "json-result", required_argument, NULL, OPT_JSON_RESULT },
+	{ "tty", no_argument, NULL, 't' },
+	{ "no-tty", no_argument, NULL, OPT_NO_TTY },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 static const char run_usage[] =
-	"usage: agentbox run [OPTIONS] -- CMD [ARGS...]\n"
-	"  --workspace DIR | --no-workspace   DIR read-write at /workspace (default: current dir)\n"
-	"  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
-	"  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
-	"  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
-	"  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
-	"  --timeout DURATION  --kill-grace DURATION (5s)\n"
-	"  --network none|proxy  --hostname NAME  --backend auto|native\n"
-	"  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
-	"                        --policy FILE  --audit-log FILE|-\n"
-	"  --credential NAME=FILE             an upstream for the credential proxy at\n"
-	"                                     127.0.0.1:8288 inside (repeatable)\n"
-	"  --json-result FILE  -t, --tty | --no-tty\n";
+        "usage: agentbox run [OPTIONS] -- CMD [ARGS...]\n"
+        "  --workspace DIR | --no-workspace   DIR read-write at /workspace (default: current dir)\n"
+        "  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
+        "  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
+        "  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
+        "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
+        "  --timeout DURATION  --kill-grace DURATION (5s)\n"
+        "  --network none|proxy  --hostname NAME  --backend auto|native\n"
+        "  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
+        "                        --policy FILE  --audit-log FILE|-\n"
+        "  --credential NAME=FILE             an upstream for the credential proxy at\n"
+        "                                     127.0.0.1:8288 inside (repeatable)\n"
+        "  --json-result FILE  -t, --tty | --no-tty\n";
 
 struct env_builder_s {
 	char **v;
@@ -93,10 +113,10 @@ env_set (struct env_builder_s *e, const char *kv)
 static int
 valid_env_name (const char *s, size_t len)
 {
-	if (len == 0 || isdigit ((unsigned char) s[0]))
+	if (len == 0 || isdigit ((unsigned char)s[0]))
 		return 0;
 	for (size_t i = 0; i < len; i++)
-		if (!(isalnum ((unsigned char) s[i]) || s[i] == '_'))
+		if (!(isalnum ((unsigned char)s[i]) || s[i] == '_'))
 			return 0;
 	return 1;
 }
@@ -106,11 +126,12 @@ static int
 env_add (struct env_builder_s *e, const char *arg, ab_error_t *err)
 {
 	const char *eq = strchr (arg, '=');
-	size_t klen = eq ? (size_t) (eq - arg) : strlen (arg);
+	size_t klen = eq ? (size_t)(eq - arg) : strlen (arg);
 	const char *host;
 
 	if (!valid_env_name (arg, klen))
-		return ab_error (err, 0, AB_E_INVALID, "invalid environment variable name in '%s'", arg);
+		return ab_error (err, 0, AB_E_INVALID, "invalid environment variable name in '%s'",
+		                 arg);
 	if (eq) {
 		env_set (e, arg);
 		return 0;
@@ -157,7 +178,8 @@ parse_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *arg, ab_err
 		*colon = '\0';
 	dst = colon ? colon + 1 : src;
 	if (src[0] == '\0' || dst[0] == '\0')
-		return ab_error (err, 0, AB_E_INVALID, "invalid mount '%s' (expected SRC[:DST])", arg);
+		return ab_error (err, 0, AB_E_INVALID, "invalid mount '%s' (expected SRC[:DST])",
+		                 arg);
 	if (!realpath (src, real))
 		return ab_error (err, errno, AB_E_INVALID, "mount source %s", src);
 	ab_spec_add_mount (spec, kind, real, colon ? dst : real, 0);
@@ -194,8 +216,8 @@ parse_user (struct ab_spec_s *spec, const char *arg, ab_error_t *err)
 	gid = uid;
 	if (colon && ab_parse_uint (colon + 1, 0, 65535, &gid, err) < 0)
 		return ab_error_wrap (err, "--user %s (numeric UID[:GID], 0-65535)", arg);
-	spec->uid = (uid_t) uid;
-	spec->gid = (gid_t) gid;
+	spec->uid = (uid_t)uid;
+	spec->gid = (gid_t)gid;
 	return 0;
 }
 
@@ -223,23 +245,32 @@ parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
 		l->explicit_cgroup = true;
 		if (is_unlimited (arg))
 			return (l->memory_bytes = 0);
-		return ab_parse_size (arg, &l->memory_bytes, err) < 0 ? ab_error_wrap (err, "--memory") : 0;
+		return ab_parse_size (arg, &l->memory_bytes, err) < 0
+		               ? ab_error_wrap (err, "--memory")
+		               : 0;
 	case OPT_PIDS:
 		l->explicit_cgroup = true;
 		if (is_unlimited (arg))
-			return (int) (l->pids = 0);
-		return ab_parse_uint (arg, 1, 4194304, &l->pids, err) < 0 ? ab_error_wrap (err, "--pids") : 0;
+			return (int)(l->pids = 0);
+		return ab_parse_uint (arg, 1, 4194304, &l->pids, err) < 0
+		               ? ab_error_wrap (err, "--pids")
+		               : 0;
 	case OPT_CPUS:
 		l->explicit_cgroup = true;
-		return ab_parse_cpus (arg, &l->cpu_millis, err) < 0 ? ab_error_wrap (err, "--cpus") : 0;
+		return ab_parse_cpus (arg, &l->cpu_millis, err) < 0 ? ab_error_wrap (err, "--cpus")
+		                                                    : 0;
 	case OPT_TIMEOUT:
-		return ab_parse_duration (arg, &l->timeout_ms, err) < 0 ? ab_error_wrap (err, "--timeout") : 0;
+		return ab_parse_duration (arg, &l->timeout_ms, err) < 0
+		               ? ab_error_wrap (err, "--timeout")
+		               : 0;
 	case OPT_KILL_GRACE:
-		return ab_parse_duration (arg, &l->kill_grace_ms, err) < 0 ? ab_error_wrap (err, "--kill-grace")
-		                                                          : 0;
+		return ab_parse_duration (arg, &l->kill_grace_ms, err) < 0
+		               ? ab_error_wrap (err, "--kill-grace")
+		               : 0;
 	default: /* OPT_NOFILE */
-		return ab_parse_uint (arg, 16, 1048576, &l->nofile, err) < 0 ? ab_error_wrap (err, "--nofile")
-		                                                            : 0;
+		return ab_parse_uint (arg, 16, 1048576, &l->nofile, err) < 0
+		               ? ab_error_wrap (err, "--nofile")
+		               : 0;
 	}
 }
 
@@ -269,7 +300,8 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 		else if (strcmp (arg, "proxy") == 0)
 			spec->network = AB_NETWORK_PROXY;
 		else
-			return ab_error (err, 0, AB_E_INVALID, "--network %s: expected none or proxy", arg);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "--network %s: expected none or proxy", arg);
 		return 0;
 	case OPT_ALLOW_HOST: ab_strv_push (&spec->egress.allow_hosts, arg); return 0;
 	case OPT_DENY_HOST: ab_strv_push (&spec->egress.deny_hosts, arg); return 0;
@@ -304,14 +336,16 @@ check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
 		if (!realpath (spec->workspace, real) || stat (real, &st) < 0)
 			return ab_error (err, errno, AB_E_INVALID, "workspace %s", spec->workspace);
 		if (!S_ISDIR (st.st_mode))
-			return ab_error (err, 0, AB_E_INVALID, "workspace %s is not a directory", spec->workspace);
+			return ab_error (err, 0, AB_E_INVALID, "workspace %s is not a directory",
+			                 spec->workspace);
 		set_string (&spec->workspace, real);
 	}
 	if (spec->rootfs) {
 		if (!realpath (spec->rootfs, real) || stat (real, &st) < 0)
 			return ab_error (err, errno, AB_E_INVALID, "rootfs %s", spec->rootfs);
 		if (!S_ISDIR (st.st_mode))
-			return ab_error (err, 0, AB_E_INVALID, "rootfs %s is not a directory", spec->rootfs);
+			return ab_error (err, 0, AB_E_INVALID, "rootfs %s is not a directory",
+			                 spec->rootfs);
 		set_string (&spec->rootfs, real);
 	}
 	if (spec->json_result) {
@@ -319,7 +353,8 @@ check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
 		char *slash = strrchr (dir, '/');
 		const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
 		if (access (d, W_OK) < 0)
-			return ab_error (err, errno, AB_E_INVALID, "--json-result %s", spec->json_result);
+			return ab_error (err, errno, AB_E_INVALID, "--json-result %s",
+			                 spec->json_result);
 	}
 	return 0;
 }
@@ -327,7 +362,7 @@ check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
 int
 ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err)
 {
-	struct env_builder_s env = {0};
+	struct env_builder_s env = { 0 };
 	char cwd[PATH_MAX];
 	int opt;
 
@@ -345,21 +380,23 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 			const char *bad = argv[optind - 1];
 			/* A leading ':' in the option string makes getopt report a
 			 * missing value as ':', apart from an unknown option. */
-			return ab_error (err, 0, AB_E_INVALID, "run: %s option '%s' (see agentbox run --help)",
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "run: %s option '%s' (see agentbox run --help)",
 			                 opt == ':' ? "missing value for" : "unknown", bad);
 		}
 		if (apply_option (spec, &env, opt, optarg, err) < 0)
 			return -1;
 	}
-	if (spec->network != AB_NETWORK_PROXY && (spec->egress.allow_hosts || spec->egress.deny_hosts || spec->egress.allow_cidrs
-	         || spec->egress.policy_file || spec->egress.audit_log))
+	if (spec->network != AB_NETWORK_PROXY
+	    && (spec->egress.allow_hosts || spec->egress.deny_hosts || spec->egress.allow_cidrs
+	        || spec->egress.policy_file || spec->egress.audit_log))
 		return ab_error (err, 0, AB_E_INVALID, "egress options need --network proxy");
 	spec->env = env.v;
 	if (spec->network == AB_NETWORK_PROXY)
 		ab_spec_add_proxy_env (spec);
 	if (!spec->workspace && strcmp (spec->workdir, AB_WORKSPACE_DIR) == 0)
 		set_string (&spec->workdir, "/");
-	spec->argv = xcalloc ((size_t) (argc - optind) + 1, sizeof (char *));
+	spec->argv = xcalloc ((size_t)(argc - optind) + 1, sizeof (char *));
 	for (int i = optind; i < argc; i++)
 		spec->argv[i - optind] = xstrdup (argv[i]);
 	if (ab_spec_validate (spec, err) < 0)

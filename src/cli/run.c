@@ -35,7 +35,7 @@ now_ms (void)
 {
 	struct timespec ts;
 	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Pipes, sockets and /dev/null are passed straight in; a terminal or a
@@ -84,7 +84,7 @@ plan_stdio (bool tty, struct stdio_plan_s *p, ab_error_t *err)
 static void
 build_exec (const struct ab_spec_s *spec, bool tty, struct ab_exec_msg_s *m)
 {
-	struct winsize ws = {0};
+	struct winsize ws = { 0 };
 
 	memset (m, 0, sizeof *m);
 	m->argv = spec->argv;
@@ -122,12 +122,12 @@ static int
 write_json_result (const char *path, int code, int sig, const struct ab_run_outcome_s *o,
                    const struct ab_sandbox_exit_s *ex, uint64_t wall_ms, ab_error_t *err)
 {
-	json_t *j = json_pack ("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:i}", "exit_code", code, "signal",
-	                       sig, "timed_out", o->timed_out, "oom_killed", ex->oom_killed, "wall_ms",
-	                       (json_int_t) wall_ms, "cpu_ms", (json_int_t) ex->cpu_ms,
-	                       "peak_memory_bytes", (json_int_t) ex->peak_memory, "landlock_abi",
-	                       o->landlock_abi);
-	cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int) getpid ());
+	json_t *j = json_pack ("{s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:i}", "exit_code", code,
+	                       "signal", sig, "timed_out", o->timed_out, "oom_killed",
+	                       ex->oom_killed, "wall_ms", (json_int_t)wall_ms, "cpu_ms",
+	                       (json_int_t)ex->cpu_ms, "peak_memory_bytes",
+	                       (json_int_t)ex->peak_memory, "landlock_abi", o->landlock_abi);
+	cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int)getpid ());
 	int r = json_dump_file (j, tmp, JSON_INDENT (2));
 
 	json_decref (j);
@@ -190,8 +190,8 @@ static int
 run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error_t *err)
 {
 	const struct ab_backend_ops_s *backend = ab_backend_select (spec->backend, err);
-	struct ab_sandbox_exit_s ex = {0};
-	struct ab_run_outcome_s out = {0};
+	struct ab_sandbox_exit_s ex = { 0 };
+	struct ab_run_outcome_s out = { 0 };
 	struct stdio_plan_s plan;
 	struct ab_exec_msg_s exec;
 	struct ab_sandbox_s sb;
@@ -200,7 +200,7 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	int code, sig, r;
 	ab_error_t derr = AB_ERROR_INIT;
 
-	struct services_s services = {0};
+	struct services_s services = { 0 };
 
 	if (!backend || plan_stdio (tty, &plan, err) < 0
 	    || backend->create (spec, plan.sandbox, &sb, err) < 0) {

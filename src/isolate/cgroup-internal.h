@@ -112,7 +112,7 @@ unsigned ab_cg_ctrl_mask (const char *list, char sep);
 struct ab_cg_mount_s {
 	bool v2;
 	unsigned ctrls;
-	const char *root;       /* the hierarchy path mounted here */
+	const char *root; /* the hierarchy path mounted here */
 	const char *mountpoint;
 };
 /* One /proc/self/mountinfo line (without its newline), parsed in place
@@ -121,9 +121,9 @@ struct ab_cg_mount_s {
 int ab_cg_parse_mountinfo_line (char *line, struct ab_cg_mount_s *m);
 
 struct ab_cg_proc_entry_s {
-	bool v2;           /* the "0::" line */
-	unsigned ctrls;    /* v1 controllers of this hierarchy (ours only) */
-	const char *path;  /* starts with '/' */
+	bool v2;          /* the "0::" line */
+	unsigned ctrls;   /* v1 controllers of this hierarchy (ours only) */
+	const char *path; /* starts with '/' */
 };
 /* One /proc/self/cgroup line, parsed in place.  0 or -1 when malformed. */
 int ab_cg_parse_proc_cgroup_line (char *line, struct ab_cg_proc_entry_s *e);
@@ -162,8 +162,8 @@ const char *ab_cg_ctrl_name (int ctrl);
 
 /* Write `value` to `file` of the group: 0; 1 (err untouched) when the file
  * does not exist and `enoent_ok`; negative with err otherwise. */
-int ab_cg_write (const struct ab_cg_dir_s *d, const char *file, const char *value,
-                 bool enoent_ok, ab_error_t *err);
+int ab_cg_write (const struct ab_cg_dir_s *d, const char *file, const char *value, bool enoent_ok,
+                 ab_error_t *err);
 int ab_cg_write_u64 (const struct ab_cg_dir_s *d, const char *file, uint64_t value,
                      ab_error_t *err);
 /* Read a small file of the group into buf (NUL-terminated).  Length, or
@@ -191,7 +191,7 @@ int ab_cg_kill_loop (const struct ab_cg_dir_s *d, ab_error_t *err);
 
 /* The freezer of one cgroup version: v1 freezer.state, v2 cgroup.freeze. */
 struct ab_cg_freezer_s {
-	const char *file;       /* written to freeze and thaw */
+	const char *file; /* written to freeze and thaw */
 	const char *freeze;
 	const char *thaw;
 	const char *state_file; /* read until frozen() says so */

@@ -38,15 +38,15 @@ static const struct {
 	int ctrl;
 	size_t offset;
 } limit_ctrls[] = {
-	{AB_CG_MEMORY, offsetof (struct ab_limits_s, memory_bytes)},
-	{AB_CG_PIDS, offsetof (struct ab_limits_s, pids)},
-	{AB_CG_CPU, offsetof (struct ab_limits_s, cpu_millis)},
+	{ AB_CG_MEMORY, offsetof (struct ab_limits_s, memory_bytes) },
+	{ AB_CG_PIDS, offsetof (struct ab_limits_s, pids) },
+	{ AB_CG_CPU, offsetof (struct ab_limits_s, cpu_millis) },
 };
 
 static uint64_t
 limit_of (const struct ab_limits_s *lim, size_t offset)
 {
-	return *(const uint64_t *) (const void *) ((const char *) lim + offset);
+	return *(const uint64_t *)(const void *)((const char *)lim + offset);
 }
 
 /* The controllers to create a group for: memory and cpuacct always (OOM,
@@ -65,7 +65,8 @@ wanted_ctrls (const ab_cgroup_t *cg, const struct ab_limits_s *lim, ab_error_t *
 			continue;
 		if (l->v1[c] < 0) {
 			*rc = ab_error (err, 0, AB_E_SYSTEM,
-			                "a %s limit was asked for, but no cgroup v1 %s hierarchy is mounted",
+			                "a %s limit was asked for, but no cgroup v1 %s hierarchy "
+			                "is mounted",
 			                ab_cg_ctrl_name (c), ab_cg_ctrl_name (c));
 			return 0;
 		}
@@ -135,14 +136,15 @@ v1_create (ab_cgroup_t *cg, const struct ab_limits_s *lim, ab_error_t *err)
 		return ab_error_code (err);
 	if (lim->memory_bytes && v1_set_memory (cg, lim->memory_bytes, err) < 0)
 		return ab_error_code (err);
-	if (lim->pids && ab_cg_write_u64 (&cg->dirs[cg->ctrl[AB_CG_PIDS]], "pids.max", lim->pids, err) < 0)
+	if (lim->pids
+	    && ab_cg_write_u64 (&cg->dirs[cg->ctrl[AB_CG_PIDS]], "pids.max", lim->pids, err) < 0)
 		return ab_error_code (err);
 	/* A new group starts with cpu.cfs_period_us at the default 100000, so
 	 * the quota alone sets the limit: 1000 millicpus = one full period. */
 	if (lim->cpu_millis
 	    && ab_cg_write_u64 (&cg->dirs[cg->ctrl[AB_CG_CPU]], "cpu.cfs_quota_us",
 	                        lim->cpu_millis * AB_CG_CPU_PERIOD_US / 1000, err)
-	           < 0)
+	               < 0)
 		return ab_error_code (err);
 	return 0;
 }
@@ -175,7 +177,7 @@ v1_kill (ab_cgroup_t *cg, ab_error_t *err)
 	if (f != NULL)
 		return ab_cg_freeze_kill (f, &v1_freezer, err);
 	for (size_t i = 0; i < cg->n_dirs; i++)
-		if (ab_cg_live (cg, (int) i))
+		if (ab_cg_live (cg, (int)i))
 			return ab_cg_kill_loop (&cg->dirs[i], err);
 	return 0;
 }
@@ -188,7 +190,7 @@ read_u64 (const struct ab_cg_dir_s *d, const char *file, uint64_t *v)
 	ssize_t n = ab_cg_read (d->fd, file, buf, sizeof buf);
 
 	if (n < 0)
-		return n == -ENOENT ? 1 : (int) n;
+		return n == -ENOENT ? 1 : (int)n;
 	*v = strtoull (buf, NULL, 10);
 	return 0;
 }
@@ -202,7 +204,7 @@ v1_oom (const struct ab_cg_dir_s *m, bool *oom_killed)
 	ssize_t n = ab_cg_read (m->fd, "memory.oom_control", buf, sizeof buf);
 
 	if (n < 0)
-		return (int) n;
+		return (int)n;
 	ab_cg_parse_oom_control (buf, &oom);
 	if (oom.has_oom_kill) {
 		*oom_killed = oom.oom_kill > 0;
@@ -227,9 +229,11 @@ v1_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *st, ab_error_t *err)
 
 	if (m != NULL) {
 		if ((r = v1_oom (m, &st->oom_killed)) < 0)
-			return ab_error (err, -r, AB_E_SYSTEM, "read %s/memory.oom_control", m->path);
+			return ab_error (err, -r, AB_E_SYSTEM, "read %s/memory.oom_control",
+			                 m->path);
 		if ((r = read_u64 (m, "memory.max_usage_in_bytes", &st->peak_memory)) < 0)
-			return ab_error (err, -r, AB_E_SYSTEM, "read %s/memory.max_usage_in_bytes", m->path);
+			return ab_error (err, -r, AB_E_SYSTEM, "read %s/memory.max_usage_in_bytes",
+			                 m->path);
 	}
 	if (a != NULL && (r = read_u64 (a, "cpuacct.usage", &st->cpu_ns)) < 0)
 		return ab_error (err, -r, AB_E_SYSTEM, "read %s/cpuacct.usage", a->path);
@@ -244,11 +248,12 @@ static const struct {
 	const char *file;
 	size_t offset;
 } v1_features[] = {
-	{AB_CG_MEMORY, "memory.limit_in_bytes", offsetof (struct ab_cgroup_info_s, memory)},
-	{AB_CG_MEMORY, "memory.memsw.limit_in_bytes", offsetof (struct ab_cgroup_info_s, memory_swap)},
-	{AB_CG_PIDS, "pids.max", offsetof (struct ab_cgroup_info_s, pids)},
-	{AB_CG_CPU, "cpu.cfs_quota_us", offsetof (struct ab_cgroup_info_s, cpu)},
-	{AB_CG_FREEZER, "freezer.state", offsetof (struct ab_cgroup_info_s, freezer)},
+	{ AB_CG_MEMORY, "memory.limit_in_bytes", offsetof (struct ab_cgroup_info_s, memory) },
+	{ AB_CG_MEMORY, "memory.memsw.limit_in_bytes",
+	  offsetof (struct ab_cgroup_info_s, memory_swap) },
+	{ AB_CG_PIDS, "pids.max", offsetof (struct ab_cgroup_info_s, pids) },
+	{ AB_CG_CPU, "cpu.cfs_quota_us", offsetof (struct ab_cgroup_info_s, cpu) },
+	{ AB_CG_FREEZER, "freezer.state", offsetof (struct ab_cgroup_info_s, freezer) },
 };
 
 static const char *
@@ -272,15 +277,17 @@ v1_probe (const struct ab_cg_layout_s *l, struct ab_cgroup_info_s *info, ab_erro
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof v1_features / sizeof v1_features[0]; i++)
-		*(bool *) (void *) ((char *) info + v1_features[i].offset) =
-			ab_cg_has_file (ab_cg_live (cg, cg->ctrl[v1_features[i].ctrl]), v1_features[i].file);
+		*(bool *)(void *)((char *)info + v1_features[i].offset) = ab_cg_has_file (
+		        ab_cg_live (cg, cg->ctrl[v1_features[i].ctrl]), v1_features[i].file);
 	info->kill = ab_cg_has_file (ab_cg_live (cg, cg->unified), "cgroup.kill");
 	m = ab_cg_live (cg, cg->ctrl[AB_CG_MEMORY]);
-	snprintf (info->detail, sizeof info->detail,
-	          "%s: memory=%s swap-off=%s pids=%s cpu=%s freezer=%s cgroup.kill=%s; groups in %s",
-	          ab_cg_mode_name (l->mode), yes_no (info->memory),
-	          info->memory_swap ? "memsw" : "swappiness=0", yes_no (info->pids), yes_no (info->cpu),
-	          yes_no (info->freezer), yes_no (info->kill), m ? l->hier[m->hier].dir : "?");
+	snprintf (
+	        info->detail, sizeof info->detail,
+	        "%s: memory=%s swap-off=%s pids=%s cpu=%s freezer=%s cgroup.kill=%s; groups in %s",
+	        ab_cg_mode_name (l->mode), yes_no (info->memory),
+	        info->memory_swap ? "memsw" : "swappiness=0", yes_no (info->pids),
+	        yes_no (info->cpu), yes_no (info->freezer), yes_no (info->kill),
+	        m ? l->hier[m->hier].dir : "?");
 	return ab_cgroup_destroy (cg, err);
 }
 

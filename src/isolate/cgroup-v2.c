@@ -27,7 +27,7 @@
 #include "base/xalloc.h"
 
 /* The v2 controllers agentbox enables. */
-static const int v2_ctrls[] = {AB_CG_MEMORY, AB_CG_PIDS, AB_CG_CPU};
+static const int v2_ctrls[] = { AB_CG_MEMORY, AB_CG_PIDS, AB_CG_CPU };
 
 static int
 first_ctrl (unsigned mask)
@@ -43,7 +43,7 @@ own_mask (const struct ab_cg_hier_s *h, const char *file, unsigned *mask, ab_err
 	ssize_t n = ab_cg_read (AT_FDCWD, path, buf, sizeof buf);
 
 	if (n < 0)
-		return ab_error (err, (int) -n, AB_E_SYSTEM, "read %s", path);
+		return ab_error (err, (int)-n, AB_E_SYSTEM, "read %s", path);
 	*mask = ab_cg_ctrl_mask (buf, ' ');
 	return 0;
 }
@@ -67,8 +67,8 @@ write_subtree (const struct ab_cg_hier_s *h, unsigned add)
 	buf[0] = '\0';
 	for (size_t i = 0; i < sizeof v2_ctrls / sizeof v2_ctrls[0]; i++)
 		if (add & AB_CG_BIT (v2_ctrls[i]))
-			len += (size_t) snprintf (buf + len, sizeof buf - len, "%s+%s", len ? " " : "",
-			                          ab_cg_ctrl_name (v2_ctrls[i]));
+			len += (size_t)snprintf (buf + len, sizeof buf - len, "%s+%s",
+			                         len ? " " : "", ab_cg_ctrl_name (v2_ctrls[i]));
 	if (fd < 0 || ab_write_all (fd, buf, len) < 0)
 		return -errno;
 	return 0;
@@ -83,27 +83,28 @@ alone_in (const struct ab_cg_hier_s *h)
 	ssize_t n = ab_cg_read (AT_FDCWD, path, buf, sizeof buf);
 	long v;
 
-	if (n < 0 || (size_t) n >= sizeof buf - 1)
+	if (n < 0 || (size_t)n >= sizeof buf - 1)
 		return false;
 	if (n == 0)
 		return true;
 	v = strtol (buf, &end, 10);
 	while (*end == '\n')
 		end++;
-	return *end == '\0' && v == (long) getpid ();
+	return *end == '\0' && v == (long)getpid ();
 }
 
 static int
 move_self_once (const struct ab_cg_hier_s *h)
 {
-	cleanup_free char *leaf = xasprintf ("%s/" AB_CG_PREFIX "supervisor-%d", h->dir, (int) getpid ());
+	cleanup_free char *leaf =
+	        xasprintf ("%s/" AB_CG_PREFIX "supervisor-%d", h->dir, (int)getpid ());
 	cleanup_free char *procs = xasprintf ("%s/cgroup.procs", leaf);
 	cleanup_close int fd = -1;
 	char pid[24];
 
 	if (mkdir (leaf, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf (pid, sizeof pid, "%d", (int) getpid ());
+	snprintf (pid, sizeof pid, "%d", (int)getpid ());
 	fd = open (procs, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || ab_write_all (fd, pid, strlen (pid)) < 0)
 		return -errno;
@@ -141,11 +142,12 @@ v2_enable (const struct ab_cg_hier_s *h, unsigned want, unsigned wish, unsigned 
 	if (own_mask (h, "cgroup.controllers", &avail, err) < 0)
 		return ab_error_code (err);
 	if ((missing = want & ~avail) != 0)
-		return ab_error (err, 0, AB_E_SYSTEM,
-		                 "a %s limit was asked for, but the %s controller is not available in %s "
-		                 "(see its cgroup.controllers)",
-		                 ab_cg_ctrl_name (first_ctrl (missing)), ab_cg_ctrl_name (first_ctrl (missing)),
-		                 h->dir);
+		return ab_error (
+		        err, 0, AB_E_SYSTEM,
+		        "a %s limit was asked for, but the %s controller is not available in %s "
+		        "(see its cgroup.controllers)",
+		        ab_cg_ctrl_name (first_ctrl (missing)),
+		        ab_cg_ctrl_name (first_ctrl (missing)), h->dir);
 	if ((add = wish & avail & ~enabled) == 0)
 		return 0;
 	r = write_subtree (h, add);
@@ -157,12 +159,13 @@ v2_enable (const struct ab_cg_hier_s *h, unsigned want, unsigned wish, unsigned 
 	}
 	if ((missing = want & add) == 0)
 		return 0; /* only statistics were at stake: go on without them */
-	return ab_error (err, -r, AB_E_SYSTEM, "enable the %s controller in %s/cgroup.subtree_control%s",
-	                 ab_cg_ctrl_name (first_ctrl (missing)), h->dir,
-	                 r == -EBUSY ? " (other processes share agentbox's cgroup, and cgroup v2 enables "
-	                               "controllers only in groups without processes: run agentbox in "
-	                               "a cgroup of its own, e.g. under systemd-run --scope)"
-	                             : "");
+	return ab_error (
+	        err, -r, AB_E_SYSTEM, "enable the %s controller in %s/cgroup.subtree_control%s",
+	        ab_cg_ctrl_name (first_ctrl (missing)), h->dir,
+	        r == -EBUSY ? " (other processes share agentbox's cgroup, and cgroup v2 enables "
+	                      "controllers only in groups without processes: run agentbox in "
+	                      "a cgroup of its own, e.g. under systemd-run --scope)"
+	                    : "");
 }
 
 static int
@@ -207,7 +210,8 @@ v2_create (ab_cgroup_t *cg, const struct ab_limits_s *lim, ab_error_t *err)
 	if (cg->flags & AB_CG_F_PROBE) {
 		if (own_mask (&l->hier[l->v2], "cgroup.subtree_control", &have, err) < 0)
 			return ab_error_code (err);
-	} else if (v2_enable (&l->hier[l->v2], want, want | AB_CG_BIT (AB_CG_MEMORY), &have, err) < 0) {
+	} else if (v2_enable (&l->hier[l->v2], want, want | AB_CG_BIT (AB_CG_MEMORY), &have, err)
+	           < 0) {
 		return ab_error_code (err);
 	}
 	if ((idx = ab_cg_add_dir (cg, l->v2, err)) < 0)
@@ -273,7 +277,7 @@ keyed (const struct ab_cg_dir_s *d, const char *file, const char *key, uint64_t 
 	ssize_t n = ab_cg_read (d->fd, file, buf, sizeof buf);
 
 	if (n < 0)
-		return n == -ENOENT ? 1 : (int) n;
+		return n == -ENOENT ? 1 : (int)n;
 	return ab_cg_keyed_u64 (buf, key, v) == 0 ? 0 : 1;
 }
 
@@ -308,7 +312,7 @@ v2_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *st, ab_error_t *err)
 	if ((n = ab_cg_read (d->fd, "memory.peak", buf, sizeof buf)) >= 0)
 		st->peak_memory = strtoull (buf, NULL, 10);
 	else if (n != -ENOENT)
-		return ab_error (err, (int) -n, AB_E_SYSTEM, "read %s/memory.peak", d->path);
+		return ab_error (err, (int)-n, AB_E_SYSTEM, "read %s/memory.peak", d->path);
 	if ((r = ab_cg_v2_cpu_ns (d, &st->cpu_ns)) < 0)
 		return ab_error (err, -r, AB_E_SYSTEM, "read %s/cpu.stat", d->path);
 	return 0;
@@ -343,7 +347,8 @@ v2_probe (const struct ab_cg_layout_s *l, struct ab_cgroup_info_s *info, ab_erro
 	info->cpu = usable & AB_CG_BIT (AB_CG_CPU);
 	ab_cg_probe_id (id, sizeof id);
 	if (ab_cgroup_create_with (&ab_cgroup_driver_v2, id, NULL, AB_CG_F_PROBE, &cg, &e) < 0) {
-		snprintf (info->detail, sizeof info->detail, "v2: cannot create a group: %.200s", e.msg);
+		snprintf (info->detail, sizeof info->detail, "v2: cannot create a group: %.200s",
+		          e.msg);
 		info->memory = info->pids = info->cpu = false;
 		return 0;
 	}
@@ -352,13 +357,15 @@ v2_probe (const struct ab_cg_layout_s *l, struct ab_cgroup_info_s *info, ab_erro
 	info->freezer = ab_cg_has_file (d, "cgroup.freeze");
 	/* Without memory enabled yet, our own cgroup tells whether the kernel
 	 * accounts swap (not the root, which has no memory.swap.max). */
-	info->memory_swap = info->memory && (ab_cg_has_file (d, "memory.swap.max") || own_has (h, "memory.swap.max"));
+	info->memory_swap =
+	        info->memory
+	        && (ab_cg_has_file (d, "memory.swap.max") || own_has (h, "memory.swap.max"));
 	snprintf (info->detail, sizeof info->detail,
-	          "v2: memory=%s swap-off=%s pids=%s cpu=%s cgroup.freeze=%s cgroup.kill=%s%s; groups in %s",
+	          "v2: memory=%s swap-off=%s pids=%s cpu=%s cgroup.freeze=%s cgroup.kill=%s%s; "
+	          "groups in %s",
 	          yes_no (info->memory), yes_no (info->memory_swap), yes_no (info->pids),
 	          yes_no (info->cpu), yes_no (info->freezer), yes_no (info->kill),
-	          usable & ~enabled ? " (controllers enabled on first use)" : "",
-	          h->dir);
+	          usable & ~enabled ? " (controllers enabled on first use)" : "", h->dir);
 	return ab_cgroup_destroy (cg, err);
 }
 

@@ -41,7 +41,7 @@
 /* Pure parsing                                                         */
 
 static const char *const ctrl_names[AB_CG_N_CTRL] = {
-	[AB_CG_MEMORY] = "memory", [AB_CG_PIDS] = "pids",       [AB_CG_CPU] = "cpu",
+	[AB_CG_MEMORY] = "memory",   [AB_CG_PIDS] = "pids",       [AB_CG_CPU] = "cpu",
 	[AB_CG_CPUACCT] = "cpuacct", [AB_CG_FREEZER] = "freezer",
 };
 
@@ -54,7 +54,7 @@ ab_cg_ctrl_name (int ctrl)
 unsigned
 ab_cg_ctrl_mask (const char *list, char sep)
 {
-	const char seps[] = {sep, '\n', '\0'};
+	const char seps[] = { sep, '\n', '\0' };
 	unsigned mask = 0;
 	const char *p = list;
 
@@ -78,9 +78,9 @@ unescape_octal (char *s)
 	const char *r = s;
 
 	while (*r) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0'
-		    && r[3] <= '7') {
-			*w++ = (char) (((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7'
+		    && r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
 			r += 4;
 		} else {
 			*w++ = *r++;
@@ -193,10 +193,10 @@ layout_add (struct ab_cg_layout_s *l, const struct ab_cg_mount_s *m,
 	h->own = xstrdup (e->path);
 	h->dir = dir;
 	if (m->v2)
-		l->v2 = (int) l->n_hier;
+		l->v2 = (int)l->n_hier;
 	for (int c = 0; c < AB_CG_N_CTRL; c++)
 		if (fresh & AB_CG_BIT (c))
-			l->v1[c] = (int) l->n_hier;
+			l->v1[c] = (int)l->n_hier;
 	l->n_hier++;
 }
 
@@ -223,7 +223,8 @@ ab_cg_layout_parse (const char *mountinfo, const char *proc_cgroup, struct ab_cg
 		struct ab_cg_mount_s m;
 		const struct ab_cg_proc_entry_s *e;
 
-		if (ab_cg_parse_mountinfo_line (line, &m) != 1 || (e = find_entry (ents, n, &m)) == NULL)
+		if (ab_cg_parse_mountinfo_line (line, &m) != 1
+		    || (e = find_entry (ents, n, &m)) == NULL)
 			continue;
 		layout_add (l, &m, e);
 	}
@@ -233,7 +234,7 @@ ab_cg_layout_parse (const char *mountinfo, const char *proc_cgroup, struct ab_cg
 		l->mode = l->v2 >= 0 ? AB_CGROUP_HYBRID : AB_CGROUP_V1;
 	else
 		l->mode = l->v2 >= 0 ? AB_CGROUP_V2 : AB_CGROUP_NONE;
-	(void) err;
+	(void)err;
 	return 0;
 }
 
@@ -295,7 +296,7 @@ read_all_at (int dfd, const char *file, char **out)
 			return -1;
 		if (n == 0)
 			break;
-		len += (size_t) n;
+		len += (size_t)n;
 		if (size - len - 1 == 0)
 			buf = xrealloc (buf, size *= 2);
 	}
@@ -320,10 +321,10 @@ ab_cg_read (int dfd, const char *file, char *buf, size_t size)
 			return -errno;
 		if (n == 0)
 			break;
-		len += (size_t) n;
+		len += (size_t)n;
 	}
 	buf[len] = '\0';
-	return (ssize_t) len;
+	return (ssize_t)len;
 }
 
 int
@@ -339,7 +340,8 @@ ab_cg_write (const struct ab_cg_dir_s *d, const char *file, const char *value, b
 	/* kernfs takes each write(2) as one value: ab_write_all only loops on
 	 * EINTR here, values are far below a page. */
 	if (ab_write_all (fd, value, strlen (value)) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "write %s to %s/%s", value, d->path, file);
+		return ab_error (err, errno, AB_E_SYSTEM, "write %s to %s/%s", value, d->path,
+		                 file);
 	return 0;
 }
 
@@ -367,7 +369,7 @@ ab_cg_now_ns (void)
 	struct timespec ts;
 
 	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 bool
@@ -384,8 +386,8 @@ ab_cg_backoff (unsigned *step, uint64_t deadline_ns)
 	if (ns > deadline_ns - now)
 		ns = deadline_ns - now;
 	(*step)++;
-	ts.tv_sec = (time_t) (ns / 1000000000ull);
-	ts.tv_nsec = (long) (ns % 1000000000ull);
+	ts.tv_sec = (time_t)(ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
 	nanosleep (&ts, NULL);
 	return true;
 }
@@ -412,7 +414,7 @@ ab_cg_kill_listed (const struct ab_cg_dir_s *d, ab_error_t *err)
 			continue;
 		n++;
 		/* Never ourselves, whatever a caller entered into the group. */
-		if ((pid_t) v != self && kill ((pid_t) v, SIGKILL) < 0 && errno != ESRCH)
+		if ((pid_t)v != self && kill ((pid_t)v, SIGKILL) < 0 && errno != ESRCH)
 			return ab_error (err, errno, AB_E_SYSTEM, "kill %ld in %s", v, d->path);
 	}
 	return n;
@@ -456,8 +458,8 @@ ab_cg_kill_loop (const struct ab_cg_dir_s *d, ab_error_t *err)
 		if (wait_empty (d, min_u64 (deadline, ab_cg_now_ns () + 100000000ull)))
 			return 0;
 		if (ab_cg_now_ns () >= deadline)
-			return ab_error (err, EBUSY, AB_E_SYSTEM, "%s: %d processes survive SIGKILL",
-			                 d->path, n);
+			return ab_error (err, EBUSY, AB_E_SYSTEM,
+			                 "%s: %d processes survive SIGKILL", d->path, n);
 	}
 }
 
@@ -497,7 +499,7 @@ ab_cg_freeze_kill (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz
 			return 0;
 		if (ab_cg_now_ns () >= deadline)
 			return ab_error (err, EBUSY, AB_E_SYSTEM, "%s: processes left after %d ms",
-			                 d->path, (int) (AB_CG_KILL_TIMEOUT_NS / 1000000ull));
+			                 d->path, (int)(AB_CG_KILL_TIMEOUT_NS / 1000000ull));
 	}
 }
 
@@ -542,12 +544,9 @@ driver_for (const struct ab_cg_layout_s *l)
 {
 	switch (l->mode) {
 	case AB_CGROUP_V1:
-	case AB_CGROUP_HYBRID:
-		return &ab_cgroup_driver_v1;
-	case AB_CGROUP_V2:
-		return &ab_cgroup_driver_v2;
-	case AB_CGROUP_NONE:
-		break;
+	case AB_CGROUP_HYBRID: return &ab_cgroup_driver_v1;
+	case AB_CGROUP_V2: return &ab_cgroup_driver_v2;
+	case AB_CGROUP_NONE: break;
 	}
 	return NULL;
 }
@@ -571,8 +570,8 @@ rmdir_tree (const char *path, int depth)
 		return -errno;
 	while ((de = readdir (d)) != NULL) {
 		cleanup_free char *sub = NULL;
-		if ((de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) || strcmp (de->d_name, ".") == 0
-		    || strcmp (de->d_name, "..") == 0)
+		if ((de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		    || strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
 			continue;
 		sub = xasprintf ("%s/%s", path, de->d_name);
 		if (rmdir_tree (sub, depth - 1) < 0)
@@ -619,14 +618,16 @@ make_locked_dir (const char *path, ab_error_t *err)
 	}
 	fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? -EAGAIN : ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
+		return errno == ENOENT ? -EAGAIN
+		                       : ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
 	if (flock (fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN
 		                            : ab_error (err, errno, AB_E_SYSTEM, "flock %s", path);
 	/* A sweeper can only remove the group while holding the lock: if it
 	 * is still there now that we hold it, it stays. */
 	if (faccessat (fd, "cgroup.procs", F_OK, 0) < 0)
-		return errno == ENOENT ? -EAGAIN : ab_error (err, errno, AB_E_SYSTEM, "access %s", path);
+		return errno == ENOENT ? -EAGAIN
+		                       : ab_error (err, errno, AB_E_SYSTEM, "access %s", path);
 	return steal_fd (&fd);
 }
 
@@ -641,16 +642,16 @@ ab_cg_add_dir (ab_cgroup_t *cg, int hier, ab_error_t *err)
 
 	for (size_t i = 0; i < cg->n_dirs; i++)
 		if (cg->dirs[i].hier == hier)
-			return (int) i;
-	if (cg->n_dirs >= AB_CG_MAX_HIER || hier < 0 || (size_t) hier >= cg->layout->n_hier)
+			return (int)i;
+	if (cg->n_dirs >= AB_CG_MAX_HIER || hier < 0 || (size_t)hier >= cg->layout->n_hier)
 		return ab_error (err, 0, AB_E_INTERNAL, "cgroup: bad hierarchy %d", hier);
 	path = xasprintf ("%s/%s", cg->layout->hier[hier].dir, cg->name);
 	while ((fd = make_locked_dir (path, err)) == -EAGAIN) {
 		if (deadline == 0)
 			deadline = ab_cg_now_ns () + 100000000ull;
 		if (!ab_cg_backoff (&step, deadline))
-			return ab_error (err, EAGAIN, AB_E_CONFLICT, "create %s: keeps racing with a cleanup",
-			                 path);
+			return ab_error (err, EAGAIN, AB_E_CONFLICT,
+			                 "create %s: keeps racing with a cleanup", path);
 	}
 	if (fd < 0)
 		return fd;
@@ -658,7 +659,7 @@ ab_cg_add_dir (ab_cgroup_t *cg, int hier, ab_error_t *err)
 	d->hier = hier;
 	d->fd = fd;
 	d->path = steal_pointer (&path);
-	return (int) cg->n_dirs++;
+	return (int)cg->n_dirs++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -673,9 +674,9 @@ check_id (const char *id, ab_error_t *err)
 		return ab_error (err, 0, AB_E_INVALID, "cgroup id must have 1 to %d characters",
 		                 AB_CG_ID_MAX);
 	for (size_t i = 0; i < n; i++)
-		if (!isalnum ((unsigned char) id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
-			return ab_error (err, 0, AB_E_INVALID, "cgroup id %s: only [A-Za-z0-9._-] allowed",
-			                 id);
+		if (!isalnum ((unsigned char)id[i]) && id[i] != '-' && id[i] != '_' && id[i] != '.')
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "cgroup id %s: only [A-Za-z0-9._-] allowed", id);
 	return 0;
 }
 
@@ -684,11 +685,13 @@ static int
 check_limits (const struct ab_limits_s *lim, ab_error_t *err)
 {
 	if (lim->cpu_millis > UINT64_MAX / AB_CG_CPU_PERIOD_US)
-		return ab_error (err, 0, AB_E_INVALID, "cpu limit of %" PRIu64 " millicpus is too large",
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "cpu limit of %" PRIu64 " millicpus is too large",
 		                 lim->cpu_millis);
 	if (lim->cpu_millis != 0 && lim->cpu_millis * AB_CG_CPU_PERIOD_US / 1000 < 1000)
 		return ab_error (err, 0, AB_E_INVALID,
-		                 "cpu limit of %" PRIu64 " millicpus is below the kernel's 1 ms quota minimum",
+		                 "cpu limit of %" PRIu64
+		                 " millicpus is below the kernel's 1 ms quota minimum",
 		                 lim->cpu_millis);
 	return 0;
 }
@@ -757,11 +760,11 @@ ab_cgroup_enter (ab_cgroup_t *cg, pid_t pid, ab_error_t *err)
 	char buf[24];
 
 	if (pid <= 0)
-		return ab_error (err, 0, AB_E_INVALID, "cgroup: bad pid %d", (int) pid);
-	snprintf (buf, sizeof buf, "%d", (int) pid);
+		return ab_error (err, 0, AB_E_INVALID, "cgroup: bad pid %d", (int)pid);
+	snprintf (buf, sizeof buf, "%d", (int)pid);
 	for (size_t i = 0; i < cg->n_dirs; i++)
 		if (ab_cg_write (&cg->dirs[i], "cgroup.procs", buf, false, err) < 0)
-			return ab_error_wrap (err, "move %d into cgroup %s", (int) pid, cg->name);
+			return ab_error_wrap (err, "move %d into cgroup %s", (int)pid, cg->name);
 	return 0;
 }
 
@@ -821,8 +824,9 @@ remove_all (ab_cgroup_t *cg, ab_error_t *err)
 				return ab_error_wrap (err, "destroy cgroup %s", cg->name);
 		}
 		if (!ab_cg_backoff (&step, deadline))
-			return ab_error (err, EBUSY, AB_E_SYSTEM, "cgroup %s still has processes after %d ms",
-			                 cg->name, (int) (AB_CG_KILL_TIMEOUT_NS / 1000000ull));
+			return ab_error (err, EBUSY, AB_E_SYSTEM,
+			                 "cgroup %s still has processes after %d ms", cg->name,
+			                 (int)(AB_CG_KILL_TIMEOUT_NS / 1000000ull));
 	}
 	return r;
 }
@@ -891,7 +895,7 @@ static const char *const mode_names[] = {
 const char *
 ab_cg_mode_name (ab_cgroup_mode mode)
 {
-	return (size_t) mode < sizeof mode_names / sizeof mode_names[0] ? mode_names[mode] : "?";
+	return (size_t)mode < sizeof mode_names / sizeof mode_names[0] ? mode_names[mode] : "?";
 }
 
 int
@@ -918,5 +922,6 @@ ab_cg_probe_id (char *buf, size_t size)
 {
 	static unsigned counter;
 
-	snprintf (buf, size, "probe-%d-%u", (int) getpid (), __atomic_fetch_add (&counter, 1, __ATOMIC_RELAXED));
+	snprintf (buf, size, "probe-%d-%u", (int)getpid (),
+	          __atomic_fetch_add (&counter, 1, __ATOMIC_RELAXED));
 }

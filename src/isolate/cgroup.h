@@ -41,9 +41,9 @@ struct ab_cgroup_info_s {
 };
 
 struct ab_cgroup_stats_s {
-	bool oom_killed;        /* the kernel OOM-killed a task in the group */
-	uint64_t peak_memory;   /* bytes, 0 when unknown */
-	uint64_t cpu_ns;        /* total CPU time, 0 when unknown */
+	bool oom_killed;      /* the kernel OOM-killed a task in the group */
+	uint64_t peak_memory; /* bytes, 0 when unknown */
+	uint64_t cpu_ns;      /* total CPU time, 0 when unknown */
 };
 
 typedef struct ab_cgroup_s ab_cgroup_t;

@@ -13,7 +13,7 @@
 int
 ab_mount_setattr_fd (int fd, uint64_t set, bool recursive, ab_error_t *err)
 {
-	struct ab_mount_attr_s attr = {.attr_set = set};
+	struct ab_mount_attr_s attr = { .attr_set = set };
 	unsigned int flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
 
 	if (set && ab_sys_mount_setattr (fd, "", flags, &attr) < 0)
@@ -24,7 +24,8 @@ ab_mount_setattr_fd (int fd, uint64_t set, bool recursive, ab_error_t *err)
 int
 ab_mountfd_clone (int dirfd, const char *path, uint64_t attrs, ab_error_t *err)
 {
-	unsigned int flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
+	unsigned int flags =
+	        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
 	cleanup_close int fd = -1;
 
 	if (path[0] == '\0')
@@ -71,7 +72,7 @@ ab_mountfd_new (const char *fstype, const char *options, uint64_t attrs, ab_erro
 		return ab_error_wrap (err, "%s", fstype);
 	if (ab_sys_fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", fstype);
-	mfd = ab_sys_fsmount (fsfd, FSMOUNT_CLOEXEC, (unsigned int) attrs);
+	mfd = ab_sys_fsmount (fsfd, FSMOUNT_CLOEXEC, (unsigned int)attrs);
 	if (mfd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "fsmount %s", fstype);
 	return mfd;
@@ -100,12 +101,14 @@ walk_dirs (int root_fd, const char *path, bool last_is_file, ab_error_t *err)
 		int fd;
 		next = strtok_r (NULL, "/", &save);
 		if (!next && last_is_file) {
-			fd = ab_sys_openat2 (cur, comp, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, resolve);
+			fd = ab_sys_openat2 (cur, comp, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+			                     resolve);
 			if (fd < 0 && errno == EISDIR)
 				fd = ab_sys_openat2 (cur, comp, O_PATH | O_CLOEXEC, resolve);
 		} else {
 			if (mkdirat (cur, comp, 0755) < 0 && errno != EEXIST)
-				return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s (in %s)", comp, path);
+				return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s (in %s)", comp,
+				                 path);
 			fd = ab_sys_openat2 (cur, comp, O_PATH | O_DIRECTORY | O_CLOEXEC, resolve);
 		}
 		if (fd < 0)
@@ -134,7 +137,8 @@ int
 ab_mount_attach (int mnt_fd, int target_fd, const char *what, ab_error_t *err)
 {
 	if (ab_sys_move_mount (mnt_fd, "", target_fd, "",
-	                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+	    < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "mount %s", what);
 	return 0;
 }

@@ -14,19 +14,18 @@
 
 /* Files hidden behind /dev/null (as Docker and crun's defaults). */
 static const char *const masked_files[] = {
-	"kcore",        /* physical memory image */
-	"keys",         /* keyring contents of the host */
-	"timer_list",   /* host timers and pids */
-	"sched_debug",  /* host scheduler state and task names */
-	"latency_stats",
-	"kallsyms",     /* kernel symbol addresses (KASLR) */
+	"kcore",                     /* physical memory image */
+	"keys",                      /* keyring contents of the host */
+	"timer_list",                /* host timers and pids */
+	"sched_debug",               /* host scheduler state and task names */
+	"latency_stats", "kallsyms", /* kernel symbol addresses (KASLR) */
 };
 
 /* Directories hidden behind an empty read-only tmpfs. */
-static const char *const masked_dirs[] = {"acpi", "scsi", "asound"};
+static const char *const masked_dirs[] = { "acpi", "scsi", "asound" };
 
 /* Writable kernel knobs, made read-only. */
-static const char *const readonly_paths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+static const char *const readonly_paths[] = { "sys", "sysrq-trigger", "irq", "bus", "fs" };
 
 static int
 mask_file (int proc, int null_mnt_src, const char *name, ab_error_t *err)
@@ -37,8 +36,8 @@ mask_file (int proc, int null_mnt_src, const char *name, ab_error_t *err)
 	target = ab_sys_openat2 (proc, name, O_PATH | O_CLOEXEC, resolve);
 	if (target < 0)
 		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "/proc/%s", name);
-	mnt = ab_mountfd_clone (null_mnt_src, "", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID
-	                                              | MOUNT_ATTR_NOEXEC, err);
+	mnt = ab_mountfd_clone (null_mnt_src, "",
+	                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 	if (mnt < 0)
 		return -1;
 	return ab_mount_attach (mnt, target, name, err);
@@ -53,8 +52,9 @@ mask_dir (int proc, const char *name, ab_error_t *err)
 	target = ab_sys_openat2 (proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC, resolve);
 	if (target < 0)
 		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "/proc/%s", name);
-	mnt = ab_mountfd_tmpfs ("mode=0555", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID
-	                                                | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	mnt = ab_mountfd_tmpfs (
+	        "mode=0555",
+	        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 	if (mnt < 0)
 		return -1;
 	return ab_mount_attach (mnt, target, name, err);
@@ -69,8 +69,9 @@ make_readonly (int proc, const char *name, ab_error_t *err)
 	target = ab_sys_openat2 (proc, name, O_PATH | O_CLOEXEC, resolve);
 	if (target < 0)
 		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "/proc/%s", name);
-	mnt = ab_mountfd_clone (target, "", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
-	                                        | MOUNT_ATTR_NOEXEC, err);
+	mnt = ab_mountfd_clone (
+	        target, "",
+	        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 	if (mnt < 0)
 		return -1;
 	return ab_mount_attach (mnt, target, name, err);
@@ -84,7 +85,8 @@ ab_proc_setup (int root, ab_error_t *err)
 
 	if (target < 0)
 		return -1;
-	mnt = ab_mountfd_new ("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	mnt = ab_mountfd_new ("proc", NULL,
+	                      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 	if (mnt < 0 || ab_mount_attach (mnt, target, "/proc", err) < 0)
 		return -1;
 	proc = ab_mkdir_beneath (root, "proc", err);

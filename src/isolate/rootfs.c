@@ -43,7 +43,7 @@ in_list (const char *name, const char *const *list, size_t n)
 static int
 capture_entry (struct ab_rootfs_s *rf, int dirfd, const char *name, ab_error_t *err)
 {
-	struct ab_root_entry_s e = {.name = xstrdup (name), .mnt_fd = -1};
+	struct ab_root_entry_s e = { .name = xstrdup (name), .mnt_fd = -1 };
 	struct stat st;
 
 	if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -99,7 +99,8 @@ capture_image_root (struct ab_rootfs_s *rf, const char *dir, const char *name, a
 
 	if (fd < 0 && errno == EACCES)
 		return ab_error (err, errno, AB_E_INVALID,
-		                 "rootfs %s (the sandbox's root must be able to reach it: no 0700 parent directory)",
+		                 "rootfs %s (the sandbox's root must be able to reach it: no 0700 "
+		                 "parent directory)",
 		                 name);
 	if (fd < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_INVALID,
@@ -130,8 +131,9 @@ capture_mounts (const struct ab_spec_s *spec, bool binds_later, struct ab_rootfs
 		const struct ab_mount_s *m = &spec->mounts[i];
 		if (m->kind == AB_MOUNT_TMPFS)
 			continue;
-		rf->mount_fds[i] = ab_mountfd_clone (AT_FDCWD, m->source,
-		                                     m->kind == AB_MOUNT_RO_BIND ? RO_ATTRS : RW_ATTRS, err);
+		rf->mount_fds[i] =
+		        ab_mountfd_clone (AT_FDCWD, m->source,
+		                          m->kind == AB_MOUNT_RO_BIND ? RO_ATTRS : RW_ATTRS, err);
 		if (rf->mount_fds[i] < 0)
 			return -1;
 	}
@@ -189,8 +191,8 @@ ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt
 static int
 attach_at (int root, int mnt_fd, const char *path, bool is_file, ab_error_t *err)
 {
-	cleanup_close int target = is_file ? ab_mkfile_beneath (root, path, err)
-	                                   : ab_mkdir_beneath (root, path, err);
+	cleanup_close int target =
+	        is_file ? ab_mkfile_beneath (root, path, err) : ab_mkdir_beneath (root, path, err);
 	if (target < 0)
 		return -1;
 	return ab_mount_attach (mnt_fd, target, path, err);
@@ -218,7 +220,8 @@ populate_root_entries (int root, struct ab_rootfs_s *rf, ab_error_t *err)
 static int
 populate_mounts (int root, const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
 {
-	if (rf->workspace_fd >= 0 && attach_at (root, rf->workspace_fd, AB_WORKSPACE_DIR, false, err) < 0)
+	if (rf->workspace_fd >= 0
+	    && attach_at (root, rf->workspace_fd, AB_WORKSPACE_DIR, false, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		const struct ab_mount_s *m = &spec->mounts[i];
@@ -230,7 +233,8 @@ populate_mounts (int root, const struct ab_spec_s *spec, struct ab_rootfs_s *rf,
 		if (m->kind == AB_MOUNT_TMPFS) {
 			char opts[64];
 			if (m->size)
-				snprintf (opts, sizeof opts, "mode=1777,size=%llu", (unsigned long long) m->size);
+				snprintf (opts, sizeof opts, "mode=1777,size=%llu",
+				          (unsigned long long)m->size);
 			else
 				snprintf (opts, sizeof opts, "mode=1777");
 			fd = tmp = ab_mountfd_tmpfs (opts, RW_ATTRS, err);
@@ -267,8 +271,10 @@ make_root (ab_error_t *err)
 	/* Nothing we mount may propagate back to the host (SECURITY.md 1). */
 	if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "make / a slave mount");
-	if (mount ("tmpfs", AB_ROOT_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "mount root tmpfs on %s", AB_ROOT_STAGING);
+	if (mount ("tmpfs", AB_ROOT_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+	    < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "mount root tmpfs on %s",
+		                 AB_ROOT_STAGING);
 	int fd = open (AB_ROOT_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open new root");
@@ -296,8 +302,9 @@ ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error
 
 	if (populate_mounts (root, spec, rf, err) < 0)
 		return -1;
-	if (ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false,
-	                         err) < 0)
+	if (ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	                         false, err)
+	    < 0)
 		return ab_error_wrap (err, "make the root read-only");
 	if (pivot_into (root, err) < 0)
 		return -1;

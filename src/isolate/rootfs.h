@@ -24,10 +24,10 @@ struct ab_root_entry_s {
 struct ab_rootfs_s {
 	struct ab_root_entry_s *entries;
 	size_t n_entries;
-	int workspace_fd;  /* detached workspace mount, -1 = none */
-	int *mount_fds;    /* one per spec mount; -1 for tmpfs */
-	int dev_fds[6];    /* verified host device nodes, see dev table */
-	int root_fd;       /* the new root, between build and finish */
+	int workspace_fd; /* detached workspace mount, -1 = none */
+	int *mount_fds;   /* one per spec mount; -1 for tmpfs */
+	int dev_fds[6];   /* verified host device nodes, see dev table */
+	int root_fd;      /* the new root, between build and finish */
 };
 
 /* `binds_later`: the workspace and bind mounts will be handed over by the

@@ -55,15 +55,15 @@ open_proc_pid (pid_t pid, ab_error_t *err)
 	struct statfs sfs;
 	cleanup_close int fd = -1;
 
-	snprintf (path, sizeof path, "/proc/%d", (int) pid);
+	snprintf (path, sizeof path, "/proc/%d", (int)pid);
 	fd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
 	if (fstatfs (fd, &sfs) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "statfs %s", path);
 	if (sfs.f_type != PROC_SUPER_MAGIC)
-		return ab_error (err, 0, AB_E_DENIED, "%s is not on procfs: refusing to write id maps",
-		                 path);
+		return ab_error (err, 0, AB_E_DENIED,
+		                 "%s is not on procfs: refusing to write id maps", path);
 	return steal_fd (&fd);
 }
 
@@ -76,8 +76,10 @@ ab_userns_write_maps (pid_t pid, const struct ab_idmap_s *map, ab_error_t *err)
 	if (dir < 0)
 		return -1;
 	if (map->privileged) {
-		snprintf (uid_line, sizeof uid_line, "0 %u %u\n", AB_USERNS_HOST_BASE, AB_USERNS_RANGE);
-		snprintf (gid_line, sizeof gid_line, "0 %u %u\n", AB_USERNS_HOST_BASE, AB_USERNS_RANGE);
+		snprintf (uid_line, sizeof uid_line, "0 %u %u\n", AB_USERNS_HOST_BASE,
+		          AB_USERNS_RANGE);
+		snprintf (gid_line, sizeof gid_line, "0 %u %u\n", AB_USERNS_HOST_BASE,
+		          AB_USERNS_RANGE);
 	} else {
 		snprintf (uid_line, sizeof uid_line, "%u %u 1\n", map->inside_uid, map->host_uid);
 		snprintf (gid_line, sizeof gid_line, "%u %u 1\n", map->inside_gid, map->host_gid);
@@ -125,7 +127,8 @@ ab_userns_idmap_fd (uid_t disk_uid, gid_t disk_gid, uid_t host_uid, gid_t host_g
 	if (pid < 0) {
 		close (hold[0]);
 		close (hold[1]);
-		return ab_error (err, errno, AB_E_SYSTEM, "clone user namespace for idmapped mount");
+		return ab_error (err, errno, AB_E_SYSTEM,
+		                 "clone user namespace for idmapped mount");
 	}
 	if (pid == 0) {
 		char c;

@@ -10,13 +10,13 @@
 /* When agentbox runs as root, sandbox ids 0..AB_USERNS_RANGE-1 map to this
  * unprivileged host range: never to host uid 0. */
 #define AB_USERNS_HOST_BASE 1610612736U
-#define AB_USERNS_RANGE 65536U
+#define AB_USERNS_RANGE     65536U
 
 struct ab_idmap_s {
-	bool privileged;   /* caller is root: map a whole range */
-	uid_t host_uid;    /* unprivileged: the caller's ids */
+	bool privileged; /* caller is root: map a whole range */
+	uid_t host_uid;  /* unprivileged: the caller's ids */
 	gid_t host_gid;
-	uid_t inside_uid;  /* unprivileged: which inside id the caller becomes */
+	uid_t inside_uid; /* unprivileged: which inside id the caller becomes */
 	gid_t inside_gid;
 };
 

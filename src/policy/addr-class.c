@@ -32,56 +32,66 @@ struct range_s {
  * handled in isatap_embedded below (RFC 5214 6.1). */
 static const struct range_s ranges[] = {
 	/* IPv4, RFC 6890 special-purpose registry unless noted */
-	{"0.0.0.0/8", AB_ADDR_UNSPECIFIED, LO | PRIV, 0, "RFC 1122 3.2.1.3 (this network; 0.0.0.0 reaches the host)"},
-	{"10.0.0.0/8", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918"},
-	{"100.64.0.0/10", AB_ADDR_CGNAT, PRIV, 0, "RFC 6598 (shared address space)"},
-	{"100.100.100.200/32", AB_ADDR_METADATA, META | PRIV, 0, "Alibaba Cloud metadata"},
-	{"127.0.0.0/8", AB_ADDR_LOOPBACK, LO, 0, "RFC 1122 3.2.1.3"},
-	{"168.63.129.16/32", AB_ADDR_METADATA, META, 0, "Azure WireServer / IMDS host"},
-	{"169.254.0.0/16", AB_ADDR_LINK_LOCAL, LL, 0, "RFC 3927"},
-	{"169.254.42.42/32", AB_ADDR_METADATA, META | LL, 0, "Scaleway metadata"},
-	{"169.254.169.254/32", AB_ADDR_METADATA, META | LL, 0, "AWS/GCP/Azure/OpenStack instance metadata"},
-	{"169.254.170.2/32", AB_ADDR_METADATA, META | LL, 0, "AWS ECS task metadata"},
-	{"169.254.170.23/32", AB_ADDR_METADATA, META | LL, 0, "AWS EKS Pod Identity agent"},
-	{"172.16.0.0/12", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918"},
-	{"192.0.0.0/24", AB_ADDR_IETF_PROTOCOL, PRIV, 0, "RFC 6890 2.2.2 (IETF protocol assignments)"},
-	{"192.0.0.192/32", AB_ADDR_METADATA, META | PRIV, 0, "Oracle Cloud Classic metadata"},
-	{"192.0.2.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-1)"},
-	{"192.88.99.0/24", AB_ADDR_6TO4_RELAY, PRIV, 0, "RFC 7526 (deprecated 6to4 relay anycast)"},
-	{"192.168.0.0/16", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918"},
-	{"198.18.0.0/15", AB_ADDR_BENCHMARK, PRIV, 0, "RFC 2544 (benchmarking)"},
-	{"198.51.100.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-2)"},
-	{"203.0.113.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-3)"},
-	{"224.0.0.0/4", AB_ADDR_MULTICAST, PRIV, 0, "RFC 5771"},
-	{"240.0.0.0/4", AB_ADDR_RESERVED, PRIV, 0, "RFC 1112 4 (reserved for future use)"},
-	{"255.255.255.255/32", AB_ADDR_BROADCAST, LL | PRIV, 0, "RFC 919 7 (limited broadcast)"},
+	{ "0.0.0.0/8", AB_ADDR_UNSPECIFIED, LO | PRIV, 0,
+	  "RFC 1122 3.2.1.3 (this network; 0.0.0.0 reaches the host)" },
+	{ "10.0.0.0/8", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918" },
+	{ "100.64.0.0/10", AB_ADDR_CGNAT, PRIV, 0, "RFC 6598 (shared address space)" },
+	{ "100.100.100.200/32", AB_ADDR_METADATA, META | PRIV, 0, "Alibaba Cloud metadata" },
+	{ "127.0.0.0/8", AB_ADDR_LOOPBACK, LO, 0, "RFC 1122 3.2.1.3" },
+	{ "168.63.129.16/32", AB_ADDR_METADATA, META, 0, "Azure WireServer / IMDS host" },
+	{ "169.254.0.0/16", AB_ADDR_LINK_LOCAL, LL, 0, "RFC 3927" },
+	{ "169.254.42.42/32", AB_ADDR_METADATA, META | LL, 0, "Scaleway metadata" },
+	{ "169.254.169.254/32", AB_ADDR_METADATA, META | LL, 0,
+	  "AWS/GCP/Azure/OpenStack instance metadata" },
+	{ "169.254.170.2/32", AB_ADDR_METADATA, META | LL, 0, "AWS ECS task metadata" },
+	{ "169.254.170.23/32", AB_ADDR_METADATA, META | LL, 0, "AWS EKS Pod Identity agent" },
+	{ "172.16.0.0/12", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918" },
+	{ "192.0.0.0/24", AB_ADDR_IETF_PROTOCOL, PRIV, 0,
+	  "RFC 6890 2.2.2 (IETF protocol assignments)" },
+	{ "192.0.0.192/32", AB_ADDR_METADATA, META | PRIV, 0, "Oracle Cloud Classic metadata" },
+	{ "192.0.2.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-1)" },
+	{ "192.88.99.0/24", AB_ADDR_6TO4_RELAY, PRIV, 0,
+	  "RFC 7526 (deprecated 6to4 relay anycast)" },
+	{ "192.168.0.0/16", AB_ADDR_PRIVATE, PRIV, 0, "RFC 1918" },
+	{ "198.18.0.0/15", AB_ADDR_BENCHMARK, PRIV, 0, "RFC 2544 (benchmarking)" },
+	{ "198.51.100.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-2)" },
+	{ "203.0.113.0/24", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 5737 (TEST-NET-3)" },
+	{ "224.0.0.0/4", AB_ADDR_MULTICAST, PRIV, 0, "RFC 5771" },
+	{ "240.0.0.0/4", AB_ADDR_RESERVED, PRIV, 0, "RFC 1112 4 (reserved for future use)" },
+	{ "255.255.255.255/32", AB_ADDR_BROADCAST, LL | PRIV, 0, "RFC 919 7 (limited broadcast)" },
 
 	/* IPv6, RFC 4291 and the IANA special-purpose registry */
-	{"::/0", AB_ADDR_RESERVED, PRIV, 0, "RFC 4291 2.4 (outside 2000::/3: reserved by IETF)"},
-	{"2000::/3", AB_ADDR_GLOBAL, 0, 0, "RFC 4291 2.4 (global unicast)"},
-	{"::/128", AB_ADDR_UNSPECIFIED, LO | PRIV, 0, "RFC 4291 2.5.2"},
-	{"::1/128", AB_ADDR_LOOPBACK, LO, 0, "RFC 4291 2.5.3"},
-	{"::/96", AB_ADDR_IPV4_COMPAT, PRIV, AB_ADDR_FORM_COMPAT, "RFC 4291 2.5.5.1 (deprecated IPv4-compatible)"},
-	{"::ffff:0:0/96", AB_ADDR_IPV4_MAPPED, PRIV, AB_ADDR_FORM_MAPPED, "RFC 4291 2.5.5.2 (IPv4-mapped)"},
-	{"64:ff9b::/96", AB_ADDR_NAT64, PRIV, AB_ADDR_FORM_NAT64, "RFC 6052 (NAT64 well-known prefix)"},
-	{"64:ff9b:1::/48", AB_ADDR_NAT64, PRIV, AB_ADDR_FORM_NAT64, "RFC 8215 (NAT64 local-use prefix)"},
-	{"100::/64", AB_ADDR_DISCARD, PRIV, 0, "RFC 6666 (discard-only)"},
-	{"2001::/23", AB_ADDR_IETF_PROTOCOL, PRIV, 0, "RFC 2928, RFC 6890 (IETF protocol assignments)"},
-	{"2001::/32", AB_ADDR_TEREDO, PRIV, AB_ADDR_FORM_TEREDO, "RFC 4380 (Teredo)"},
-	{"2001:2::/48", AB_ADDR_BENCHMARK, PRIV, 0, "RFC 5180 (benchmarking)"},
-	{"2001:10::/28", AB_ADDR_ORCHID, PRIV, 0, "RFC 4843 (ORCHID, deprecated)"},
-	{"2001:20::/28", AB_ADDR_ORCHID, PRIV, 0, "RFC 7343 (ORCHIDv2)"},
-	{"2001:db8::/32", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 3849"},
-	{"2002::/16", AB_ADDR_6TO4, PRIV, AB_ADDR_FORM_6TO4, "RFC 3056 (6to4)"},
-	{"3fff::/20", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 9637"},
-	{"fc00::/7", AB_ADDR_UNIQUE_LOCAL, PRIV, 0, "RFC 4193 (unique local)"},
-	{"fd00:42::42/128", AB_ADDR_METADATA, META | PRIV, 0, "Scaleway metadata (IPv6)"},
-	{"fd00:ec2::23/128", AB_ADDR_METADATA, META | PRIV, 0, "AWS EKS Pod Identity agent (IPv6)"},
-	{"fd00:ec2::254/128", AB_ADDR_METADATA, META | PRIV, 0, "AWS instance metadata (IPv6)"},
-	{"fd20:ce::254/128", AB_ADDR_METADATA, META | PRIV, 0, "GCP metadata (IPv6)"},
-	{"fe80::/10", AB_ADDR_LINK_LOCAL, LL, 0, "RFC 4291 2.5.6"},
-	{"fec0::/10", AB_ADDR_SITE_LOCAL, PRIV, 0, "RFC 3879 (deprecated site-local)"},
-	{"ff00::/8", AB_ADDR_MULTICAST, PRIV, 0, "RFC 4291 2.7"},
+	{ "::/0", AB_ADDR_RESERVED, PRIV, 0, "RFC 4291 2.4 (outside 2000::/3: reserved by IETF)" },
+	{ "2000::/3", AB_ADDR_GLOBAL, 0, 0, "RFC 4291 2.4 (global unicast)" },
+	{ "::/128", AB_ADDR_UNSPECIFIED, LO | PRIV, 0, "RFC 4291 2.5.2" },
+	{ "::1/128", AB_ADDR_LOOPBACK, LO, 0, "RFC 4291 2.5.3" },
+	{ "::/96", AB_ADDR_IPV4_COMPAT, PRIV, AB_ADDR_FORM_COMPAT,
+	  "RFC 4291 2.5.5.1 (deprecated IPv4-compatible)" },
+	{ "::ffff:0:0/96", AB_ADDR_IPV4_MAPPED, PRIV, AB_ADDR_FORM_MAPPED,
+	  "RFC 4291 2.5.5.2 (IPv4-mapped)" },
+	{ "64:ff9b::/96", AB_ADDR_NAT64, PRIV, AB_ADDR_FORM_NAT64,
+	  "RFC 6052 (NAT64 well-known prefix)" },
+	{ "64:ff9b:1::/48", AB_ADDR_NAT64, PRIV, AB_ADDR_FORM_NAT64,
+	  "RFC 8215 (NAT64 local-use prefix)" },
+	{ "100::/64", AB_ADDR_DISCARD, PRIV, 0, "RFC 6666 (discard-only)" },
+	{ "2001::/23", AB_ADDR_IETF_PROTOCOL, PRIV, 0,
+	  "RFC 2928, RFC 6890 (IETF protocol assignments)" },
+	{ "2001::/32", AB_ADDR_TEREDO, PRIV, AB_ADDR_FORM_TEREDO, "RFC 4380 (Teredo)" },
+	{ "2001:2::/48", AB_ADDR_BENCHMARK, PRIV, 0, "RFC 5180 (benchmarking)" },
+	{ "2001:10::/28", AB_ADDR_ORCHID, PRIV, 0, "RFC 4843 (ORCHID, deprecated)" },
+	{ "2001:20::/28", AB_ADDR_ORCHID, PRIV, 0, "RFC 7343 (ORCHIDv2)" },
+	{ "2001:db8::/32", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 3849" },
+	{ "2002::/16", AB_ADDR_6TO4, PRIV, AB_ADDR_FORM_6TO4, "RFC 3056 (6to4)" },
+	{ "3fff::/20", AB_ADDR_DOCUMENTATION, PRIV, 0, "RFC 9637" },
+	{ "fc00::/7", AB_ADDR_UNIQUE_LOCAL, PRIV, 0, "RFC 4193 (unique local)" },
+	{ "fd00:42::42/128", AB_ADDR_METADATA, META | PRIV, 0, "Scaleway metadata (IPv6)" },
+	{ "fd00:ec2::23/128", AB_ADDR_METADATA, META | PRIV, 0,
+	  "AWS EKS Pod Identity agent (IPv6)" },
+	{ "fd00:ec2::254/128", AB_ADDR_METADATA, META | PRIV, 0, "AWS instance metadata (IPv6)" },
+	{ "fd20:ce::254/128", AB_ADDR_METADATA, META | PRIV, 0, "GCP metadata (IPv6)" },
+	{ "fe80::/10", AB_ADDR_LINK_LOCAL, LL, 0, "RFC 4291 2.5.6" },
+	{ "fec0::/10", AB_ADDR_SITE_LOCAL, PRIV, 0, "RFC 3879 (deprecated site-local)" },
+	{ "ff00::/8", AB_ADDR_MULTICAST, PRIV, 0, "RFC 4291 2.7" },
 };
 
 #define N_RANGES (sizeof ranges / sizeof ranges[0])
@@ -140,7 +150,7 @@ classify_plain (const struct ab_addr_s *a, struct ab_addr_info_s *out)
 static struct ab_addr_s
 v4_at (const uint8_t *b, size_t i0, size_t i1, size_t i2, size_t i3, uint8_t xor)
 {
-	struct ab_addr_s v = {.family = AF_INET};
+	struct ab_addr_s v = { .family = AF_INET };
 
 	v.bytes[0] = b[i0] ^ xor;
 	v.bytes[1] = b[i1] ^ xor;
@@ -165,10 +175,10 @@ static const struct {
 	uint8_t at[4];
 	uint8_t suffix_from;
 } nat64_layouts[] = {
-	{{6, 7, 9, 10}, 11},  /* /48 */
-	{{7, 9, 10, 11}, 12}, /* /56 */
-	{{9, 10, 11, 12}, 13}, /* /64 */
-	{{12, 13, 14, 15}, 16}, /* /96 */
+	{ { 6, 7, 9, 10 }, 11 },    /* /48 */
+	{ { 7, 9, 10, 11 }, 12 },   /* /56 */
+	{ { 9, 10, 11, 12 }, 13 },  /* /64 */
+	{ { 12, 13, 14, 15 }, 16 }, /* /96 */
 };
 
 /* 64:ff9b::/96 has one layout.  Inside 64:ff9b:1::/48 the operator picks
@@ -179,7 +189,7 @@ static size_t
 nat64_embedded (const struct ab_addr_s *a, struct ab_addr_s *emb)
 {
 	const uint8_t *b = a->bytes;
-	static const uint8_t wkp[12] = {0, 0x64, 0xff, 0x9b};
+	static const uint8_t wkp[12] = { 0, 0x64, 0xff, 0x9b };
 	size_t n = 0, zero = 0;
 
 	if (memcmp (b, wkp, sizeof wkp) == 0) {
@@ -213,11 +223,8 @@ embedded_ipv4 (const struct ab_addr_s *a, ab_addr_form form, struct ab_addr_s *e
 
 	switch (form) {
 	case AB_ADDR_FORM_MAPPED:
-	case AB_ADDR_FORM_COMPAT:
-		emb[0] = v4_at (b, 12, 13, 14, 15, 0);
-		return 1;
-	case AB_ADDR_FORM_NAT64:
-		return nat64_embedded (a, emb);
+	case AB_ADDR_FORM_COMPAT: emb[0] = v4_at (b, 12, 13, 14, 15, 0); return 1;
+	case AB_ADDR_FORM_NAT64: return nat64_embedded (a, emb);
 	case AB_ADDR_FORM_6TO4: /* 2002:AABB:CCDD::/48, RFC 3056 2 */
 		emb[0] = v4_at (b, 2, 3, 4, 5, 0);
 		return 1;
@@ -226,8 +233,7 @@ embedded_ipv4 (const struct ab_addr_s *a, ab_addr_form form, struct ab_addr_s *e
 		emb[1] = v4_at (b, 4, 5, 6, 7, 0);
 		return 2;
 	case AB_ADDR_FORM_PLAIN:
-	case AB_ADDR_FORM_ISATAP:
-		break;
+	case AB_ADDR_FORM_ISATAP: break;
 	}
 	return 0;
 }
@@ -249,7 +255,7 @@ isatap_embedded (const struct ab_addr_s *a, struct ab_addr_s *emb)
 static void
 merge_embedded (struct ab_addr_info_s *out, const struct ab_addr_s *emb, size_t n, bool isatap)
 {
-	struct ab_addr_info_s e, first = {.cls = AB_ADDR_GLOBAL};
+	struct ab_addr_info_s e, first = { .cls = AB_ADDR_GLOBAL };
 	unsigned egroups = 0;
 
 	out->has_embedded = true;
@@ -323,37 +329,37 @@ static const struct {
 	const char *name;
 	unsigned groups; /* when no more specific row refines it */
 } class_info[AB_ADDR_CLASS_COUNT] = {
-	[AB_ADDR_GLOBAL] = {"global", 0},
-	[AB_ADDR_UNSPECIFIED] = {"unspecified", LO | PRIV},
-	[AB_ADDR_LOOPBACK] = {"loopback", LO},
-	[AB_ADDR_PRIVATE] = {"private", PRIV},
-	[AB_ADDR_CGNAT] = {"CGNAT", PRIV},
-	[AB_ADDR_LINK_LOCAL] = {"link-local", LL},
-	[AB_ADDR_METADATA] = {"metadata", META},
-	[AB_ADDR_UNIQUE_LOCAL] = {"unique-local", PRIV},
-	[AB_ADDR_SITE_LOCAL] = {"site-local", PRIV},
-	[AB_ADDR_DOCUMENTATION] = {"documentation", PRIV},
-	[AB_ADDR_BENCHMARK] = {"benchmarking", PRIV},
-	[AB_ADDR_IETF_PROTOCOL] = {"IETF protocol", PRIV},
-	[AB_ADDR_6TO4_RELAY] = {"6to4 relay", PRIV},
-	[AB_ADDR_MULTICAST] = {"multicast", PRIV},
-	[AB_ADDR_RESERVED] = {"reserved", PRIV},
-	[AB_ADDR_BROADCAST] = {"broadcast", LL | PRIV},
-	[AB_ADDR_DISCARD] = {"discard-only", PRIV},
-	[AB_ADDR_ORCHID] = {"ORCHID", PRIV},
-	[AB_ADDR_IPV4_MAPPED] = {"IPv4-mapped", PRIV},
-	[AB_ADDR_IPV4_COMPAT] = {"IPv4-compatible", PRIV},
-	[AB_ADDR_NAT64] = {"NAT64", PRIV},
-	[AB_ADDR_6TO4] = {"6to4", PRIV},
-	[AB_ADDR_TEREDO] = {"Teredo", PRIV},
-	[AB_ADDR_ISATAP] = {"ISATAP", PRIV},
-	[AB_ADDR_LOCAL_INTERFACE] = {"local interface", LO},
+	[AB_ADDR_GLOBAL] = { "global", 0 },
+	[AB_ADDR_UNSPECIFIED] = { "unspecified", LO | PRIV },
+	[AB_ADDR_LOOPBACK] = { "loopback", LO },
+	[AB_ADDR_PRIVATE] = { "private", PRIV },
+	[AB_ADDR_CGNAT] = { "CGNAT", PRIV },
+	[AB_ADDR_LINK_LOCAL] = { "link-local", LL },
+	[AB_ADDR_METADATA] = { "metadata", META },
+	[AB_ADDR_UNIQUE_LOCAL] = { "unique-local", PRIV },
+	[AB_ADDR_SITE_LOCAL] = { "site-local", PRIV },
+	[AB_ADDR_DOCUMENTATION] = { "documentation", PRIV },
+	[AB_ADDR_BENCHMARK] = { "benchmarking", PRIV },
+	[AB_ADDR_IETF_PROTOCOL] = { "IETF protocol", PRIV },
+	[AB_ADDR_6TO4_RELAY] = { "6to4 relay", PRIV },
+	[AB_ADDR_MULTICAST] = { "multicast", PRIV },
+	[AB_ADDR_RESERVED] = { "reserved", PRIV },
+	[AB_ADDR_BROADCAST] = { "broadcast", LL | PRIV },
+	[AB_ADDR_DISCARD] = { "discard-only", PRIV },
+	[AB_ADDR_ORCHID] = { "ORCHID", PRIV },
+	[AB_ADDR_IPV4_MAPPED] = { "IPv4-mapped", PRIV },
+	[AB_ADDR_IPV4_COMPAT] = { "IPv4-compatible", PRIV },
+	[AB_ADDR_NAT64] = { "NAT64", PRIV },
+	[AB_ADDR_6TO4] = { "6to4", PRIV },
+	[AB_ADDR_TEREDO] = { "Teredo", PRIV },
+	[AB_ADDR_ISATAP] = { "ISATAP", PRIV },
+	[AB_ADDR_LOCAL_INTERFACE] = { "local interface", LO },
 };
 
 const char *
 ab_addr_class_name (ab_addr_class cls)
 {
-	if ((unsigned) cls >= AB_ADDR_CLASS_COUNT)
+	if ((unsigned)cls >= AB_ADDR_CLASS_COUNT)
 		return "unknown";
 	return class_info[cls].name;
 }
@@ -361,7 +367,7 @@ ab_addr_class_name (ab_addr_class cls)
 unsigned
 ab_addr_class_groups (ab_addr_class cls)
 {
-	if ((unsigned) cls >= AB_ADDR_CLASS_COUNT)
+	if ((unsigned)cls >= AB_ADDR_CLASS_COUNT)
 		return AB_ADDR_GROUPS_ALL;
 	return class_info[cls].groups;
 }
@@ -371,10 +377,10 @@ static const struct {
 	unsigned bit;
 	const char *name;
 } group_names[] = {
-	{AB_ADDR_GROUP_LOOPBACK, "loopback"},
-	{AB_ADDR_GROUP_PRIVATE, "private"},
-	{AB_ADDR_GROUP_LINK_LOCAL, "link-local"},
-	{AB_ADDR_GROUP_METADATA, "metadata"},
+	{ AB_ADDR_GROUP_LOOPBACK, "loopback" },
+	{ AB_ADDR_GROUP_PRIVATE, "private" },
+	{ AB_ADDR_GROUP_LINK_LOCAL, "link-local" },
+	{ AB_ADDR_GROUP_METADATA, "metadata" },
 };
 
 const char *
@@ -406,8 +412,8 @@ ab_addr_groups_format (unsigned groups, char buf[AB_ADDR_GROUPS_STRLEN])
 	for (size_t i = 0; i < sizeof group_names / sizeof group_names[0]; i++) {
 		if (!(groups & group_names[i].bit))
 			continue;
-		off += (size_t) snprintf (buf + off, AB_ADDR_GROUPS_STRLEN - off, "%s%s", off ? "," : "",
-		                          group_names[i].name);
+		off += (size_t)snprintf (buf + off, AB_ADDR_GROUPS_STRLEN - off, "%s%s",
+		                         off ? "," : "", group_names[i].name);
 	}
 	return buf;
 }

@@ -34,17 +34,18 @@ apply_strings (struct ab_egress_policy_s *p, json_t *value, string_adder add, co
 	{
 		ab_error_t e = AB_ERROR_INIT;
 		if (!json_is_string (item))
-			return ab_error (err, 0, AB_E_INVALID, "%s: key '%s'[%zu]: expected a string", origin,
-			                 key, i);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s: key '%s'[%zu]: expected a string", origin, key, i);
 		if (add (p, json_string_value (item), &e) < 0)
-			return ab_error (err, 0, AB_E_INVALID, "%s: key '%s'[%zu]: %s", origin, key, i, e.msg);
+			return ab_error (err, 0, AB_E_INVALID, "%s: key '%s'[%zu]: %s", origin, key,
+			                 i, e.msg);
 	}
 	return 0;
 }
 
 static int
-apply_deny_groups (struct ab_egress_policy_s *p, json_t *value, const char *origin,
-                   const char *key, ab_error_t *err)
+apply_deny_groups (struct ab_egress_policy_s *p, json_t *value, const char *origin, const char *key,
+                   ab_error_t *err)
 {
 	unsigned groups = 0;
 	size_t i;
@@ -54,12 +55,14 @@ apply_deny_groups (struct ab_egress_policy_s *p, json_t *value, const char *orig
 		return key_error (err, origin, key, "expected an array of group names");
 	json_array_foreach (value, i, item)
 	{
-		unsigned g = json_is_string (item) ? ab_addr_group_parse (json_string_value (item)) : 0;
+		unsigned g =
+		        json_is_string (item) ? ab_addr_group_parse (json_string_value (item)) : 0;
 		if (g == 0)
-			return ab_error (err, 0, AB_E_INVALID,
-			                 "%s: key '%s'[%zu]: expected one of \"loopback\", \"private\", "
-			                 "\"link-local\", \"metadata\", \"all\"",
-			                 origin, key, i);
+			return ab_error (
+			        err, 0, AB_E_INVALID,
+			        "%s: key '%s'[%zu]: expected one of \"loopback\", \"private\", "
+			        "\"link-local\", \"metadata\", \"all\"",
+			        origin, key, i);
 		groups |= g;
 	}
 	ab_egress_policy_set_deny_groups (p, groups);
@@ -149,8 +152,8 @@ ab_egress_policy_load_string (struct ab_egress_policy_s *p, const char *json, co
 
 	root = json_loads (json, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return ab_error (err, 0, AB_E_INVALID, "%s: line %d column %d: %s", origin, jerr.line,
-		                 jerr.column, jerr.text);
+		return ab_error (err, 0, AB_E_INVALID, "%s: line %d column %d: %s", origin,
+		                 jerr.line, jerr.column, jerr.text);
 	return apply_document (p, root, origin, err);
 }
 
@@ -167,7 +170,7 @@ ab_egress_policy_load_file (struct ab_egress_policy_s *p, const char *path, ab_e
 		                 "policy file %s", path);
 	root = json_loadf (f, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return ab_error (err, 0, AB_E_INVALID, "%s: line %d column %d: %s", origin, jerr.line,
-		                 jerr.column, jerr.text);
+		return ab_error (err, 0, AB_E_INVALID, "%s: line %d column %d: %s", origin,
+		                 jerr.line, jerr.column, jerr.text);
 	return apply_document (p, root, origin, err);
 }

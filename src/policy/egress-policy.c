@@ -103,15 +103,13 @@ add_pattern (struct ab_host_pattern_s **list, size_t *n, const char *text, ab_er
 }
 
 int
-ab_egress_policy_add_allow_host (struct ab_egress_policy_s *p, const char *pattern,
-                                 ab_error_t *err)
+ab_egress_policy_add_allow_host (struct ab_egress_policy_s *p, const char *pattern, ab_error_t *err)
 {
 	return add_pattern (&p->allow, &p->n_allow, pattern, err);
 }
 
 int
-ab_egress_policy_add_deny_host (struct ab_egress_policy_s *p, const char *pattern,
-                                ab_error_t *err)
+ab_egress_policy_add_deny_host (struct ab_egress_policy_s *p, const char *pattern, ab_error_t *err)
 {
 	return add_pattern (&p->deny, &p->n_deny, pattern, err);
 }
@@ -183,9 +181,9 @@ ab_egress_policy_load_local_addrs (struct ab_egress_policy_s *p, ab_error_t *err
 
 /* ---- decisions ---- */
 
-static bool
-verdict (struct ab_egress_verdict_s *v, bool allowed, ab_egress_rule rule, ab_addr_class cls,
-         const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+static bool verdict (struct ab_egress_verdict_s *v, bool allowed, ab_egress_rule rule,
+                     ab_addr_class cls, const char *fmt, ...)
+        __attribute__ ((format (printf, 5, 6)));
 
 static bool
 verdict (struct ab_egress_verdict_s *v, bool allowed, ab_egress_rule rule, ab_addr_class cls,
@@ -212,19 +210,19 @@ static const struct {
 	bool subdomains; /* also *.name */
 	unsigned group;
 } reserved_names[] = {
-	{"localhost", true, AB_ADDR_GROUP_LOOPBACK},
-	{"localhost.localdomain", false, AB_ADDR_GROUP_LOOPBACK},
-	{"localhost4", false, AB_ADDR_GROUP_LOOPBACK},
-	{"localhost4.localdomain4", false, AB_ADDR_GROUP_LOOPBACK},
-	{"localhost6", false, AB_ADDR_GROUP_LOOPBACK},
-	{"localhost6.localdomain6", false, AB_ADDR_GROUP_LOOPBACK},
-	{"ip6-localhost", false, AB_ADDR_GROUP_LOOPBACK},
-	{"ip6-loopback", false, AB_ADDR_GROUP_LOOPBACK},
-	{"metadata", false, AB_ADDR_GROUP_METADATA},
-	{"metadata.google.internal", true, AB_ADDR_GROUP_METADATA},
-	{"metadata.goog", true, AB_ADDR_GROUP_METADATA},
-	{"instance-data", false, AB_ADDR_GROUP_METADATA},
-	{"instance-data.ec2.internal", false, AB_ADDR_GROUP_METADATA},
+	{ "localhost", true, AB_ADDR_GROUP_LOOPBACK },
+	{ "localhost.localdomain", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "localhost4", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "localhost4.localdomain4", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "localhost6", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "localhost6.localdomain6", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "ip6-localhost", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "ip6-loopback", false, AB_ADDR_GROUP_LOOPBACK },
+	{ "metadata", false, AB_ADDR_GROUP_METADATA },
+	{ "metadata.google.internal", true, AB_ADDR_GROUP_METADATA },
+	{ "metadata.goog", true, AB_ADDR_GROUP_METADATA },
+	{ "instance-data", false, AB_ADDR_GROUP_METADATA },
+	{ "instance-data.ec2.internal", false, AB_ADDR_GROUP_METADATA },
 };
 
 static bool
@@ -234,7 +232,8 @@ name_matches (const char *host, const char *name, bool subdomains)
 
 	if (strcmp (host, name) == 0)
 		return true;
-	return subdomains && h > n + 1 && host[h - n - 1] == '.' && strcmp (host + h - n, name) == 0;
+	return subdomains && h > n + 1 && host[h - n - 1] == '.'
+	       && strcmp (host + h - n, name) == 0;
 }
 
 static bool
@@ -243,8 +242,8 @@ check_reserved_name (const struct ab_egress_policy_s *p, const char *host,
 {
 	for (size_t i = 0; i < sizeof reserved_names / sizeof reserved_names[0]; i++) {
 		unsigned g = reserved_names[i].group;
-		if ((p->deny_groups & g) && name_matches (host, reserved_names[i].name,
-		                                          reserved_names[i].subdomains)) {
+		if ((p->deny_groups & g)
+		    && name_matches (host, reserved_names[i].name, reserved_names[i].subdomains)) {
 			verdict (v, false, AB_EGRESS_DENY_NAME,
 			         g == AB_ADDR_GROUP_LOOPBACK ? AB_ADDR_LOOPBACK : AB_ADDR_METADATA,
 			         "%s name %s", ab_addr_group_name (g), host);
@@ -292,7 +291,8 @@ ab_egress_check_host (const struct ab_egress_policy_s *p, const struct ab_hostpo
 		return verdict (v, false, AB_EGRESS_DENY_PORT, AB_ADDR_GLOBAL, "invalid port");
 	for (size_t i = 0; i < p->n_deny; i++)
 		if (ab_host_pattern_match (&p->deny[i], hp))
-			return verdict (v, false, AB_EGRESS_DENY_HOST_LIST, AB_ADDR_GLOBAL, "host in denylist");
+			return verdict (v, false, AB_EGRESS_DENY_HOST_LIST, AB_ADDR_GLOBAL,
+			                "host in denylist");
 	if (hp->kind == AB_HOST_NAME && check_reserved_name (p, hp->host, v))
 		return false;
 	if (!host_allowed (p, hp))
@@ -316,9 +316,12 @@ is_local (const struct ab_egress_policy_s *p, const struct ab_addr_s *a)
 }
 
 static const char *const form_names[] = {
-	[AB_ADDR_FORM_PLAIN] = "", [AB_ADDR_FORM_MAPPED] = "IPv4-mapped",
-	[AB_ADDR_FORM_COMPAT] = "IPv4-compatible", [AB_ADDR_FORM_NAT64] = "NAT64",
-	[AB_ADDR_FORM_6TO4] = "6to4", [AB_ADDR_FORM_TEREDO] = "Teredo",
+	[AB_ADDR_FORM_PLAIN] = "",
+	[AB_ADDR_FORM_MAPPED] = "IPv4-mapped",
+	[AB_ADDR_FORM_COMPAT] = "IPv4-compatible",
+	[AB_ADDR_FORM_NAT64] = "NAT64",
+	[AB_ADDR_FORM_6TO4] = "6to4",
+	[AB_ADDR_FORM_TEREDO] = "Teredo",
 	[AB_ADDR_FORM_ISATAP] = "ISATAP",
 };
 
@@ -339,9 +342,9 @@ deny_address (struct ab_egress_verdict_s *v, const struct ab_addr_s *a,
 
 	ab_addr_format (a, text);
 	if (cls == info->cls && info->has_embedded && !class_is_translation (cls))
-		return verdict (v, false, AB_EGRESS_DENY_ADDRESS, cls, "%s address %s (%s form of %s)",
-		                ab_addr_class_name (cls), text, form_names[info->form],
-		                ab_addr_format (&info->embedded, emb));
+		return verdict (v, false, AB_EGRESS_DENY_ADDRESS, cls,
+		                "%s address %s (%s form of %s)", ab_addr_class_name (cls), text,
+		                form_names[info->form], ab_addr_format (&info->embedded, emb));
 	return verdict (v, false, AB_EGRESS_DENY_ADDRESS, cls, "%s address %s",
 	                ab_addr_class_name (cls), text);
 }

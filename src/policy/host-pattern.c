@@ -17,27 +17,31 @@ parse_any (const char *text, struct ab_host_pattern_s *out, ab_error_t *err)
 	/* Reuse the authority parser for the port with a stand-in host. */
 	char buf[16];
 	if (strlen (text) > 7)
-		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': invalid port", text);
+		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': invalid port",
+		                 text);
 	snprintf (buf, sizeof buf, "x%s", text + 1);
 	if (ab_hostport_parse (buf, 0, &hp, &perr) < 0)
-		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': %s", text, perr.msg);
+		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': %s", text,
+		                 perr.msg);
 	out->has_port = hp.has_port;
 	out->port = hp.port;
 	return 0;
 }
 
 static int
-parse_host (const char *text, const char *authority, struct ab_host_pattern_s *out,
-            ab_error_t *err)
+parse_host (const char *text, const char *authority, struct ab_host_pattern_s *out, ab_error_t *err)
 {
 	struct ab_hostport_s hp;
 	ab_error_t perr = AB_ERROR_INIT;
 
 	if (ab_hostport_parse (authority, 0, &hp, &perr) < 0)
-		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': %s", text, perr.msg);
+		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': %s", text,
+		                 perr.msg);
 	if (out->kind == AB_PATTERN_SUBDOMAINS && hp.kind != AB_HOST_NAME)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "invalid host pattern '%s': '*.' needs a domain name, not an address", text);
+		return ab_error (
+		        err, 0, AB_E_INVALID,
+		        "invalid host pattern '%s': '*.' needs a domain name, not an address",
+		        text);
 	memcpy (out->host, hp.host, sizeof out->host);
 	out->has_port = hp.has_port;
 	out->port = hp.port;
@@ -64,7 +68,8 @@ ab_host_pattern_parse (const char *text, struct ab_host_pattern_s *out, ab_error
 		return r;
 	/* Port 0 is never dialed: a pattern naming it is a mistake. */
 	if (p.has_port && p.port == 0)
-		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': invalid port", text);
+		return ab_error (err, 0, AB_E_INVALID, "invalid host pattern '%s': invalid port",
+		                 text);
 	*out = p;
 	return 0;
 }
@@ -85,10 +90,8 @@ ab_host_pattern_match (const struct ab_host_pattern_s *p, const struct ab_hostpo
 	if (p->has_port && p->port != hp->port)
 		return false;
 	switch (p->kind) {
-	case AB_PATTERN_ANY:
-		return true;
-	case AB_PATTERN_EXACT:
-		return strcmp (p->host, hp->host) == 0;
+	case AB_PATTERN_ANY: return true;
+	case AB_PATTERN_EXACT: return strcmp (p->host, hp->host) == 0;
 	case AB_PATTERN_SUBDOMAINS:
 		return hp->kind == AB_HOST_NAME && is_subdomain (hp->host, p->host);
 	}
@@ -102,7 +105,7 @@ ab_host_pattern_format (const struct ab_host_pattern_s *p, char buf[AB_HOST_PATT
 	bool v6 = p->kind == AB_PATTERN_EXACT && strchr (p->host, ':');
 
 	if (p->has_port)
-		snprintf (port, sizeof port, ":%u", (unsigned) p->port);
+		snprintf (port, sizeof port, ":%u", (unsigned)p->port);
 	if (p->kind == AB_PATTERN_ANY)
 		snprintf (buf, AB_HOST_PATTERN_STRLEN, "*%s", port);
 	else

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#define DNS_LABEL_MAX 63
+#define DNS_LABEL_MAX   63
 #define PORT_DIGITS_MAX 5
 
 static int
@@ -20,7 +20,7 @@ static bool
 has_non_ascii (const char *s, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		if ((unsigned char) s[i] >= 0x80)
+		if ((unsigned char)s[i] >= 0x80)
 			return true;
 	return false;
 }
@@ -42,7 +42,7 @@ ends_in_number (const char *name, size_t len)
 {
 	const char *dot = memrchr (name, '.', len);
 	const char *last = dot ? dot + 1 : name;
-	size_t n = len - (size_t) (last - name);
+	size_t n = len - (size_t)(last - name);
 
 	if (n == 0)
 		return false;
@@ -104,7 +104,7 @@ normalise_name (const char *s, size_t len, struct ab_hostport_s *out, ab_error_t
 		return invalid (err, "host too long");
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
-		out->host[i] = (c >= 'A' && c <= 'Z') ? (char) (c - 'A' + 'a') : c;
+		out->host[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
 	}
 	out->host[len] = '\0';
 	if (!valid_labels (out->host, len))
@@ -150,10 +150,10 @@ parse_port (const char *s, uint16_t *out)
 	if (n == 0 || n > PORT_DIGITS_MAX || !all_of (s, n, "0123456789"))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		v = v * 10 + (unsigned) (s[i] - '0');
+		v = v * 10 + (unsigned)(s[i] - '0');
 	if (v > 65535)
 		return false;
-	*out = (uint16_t) v;
+	*out = (uint16_t)v;
 	return true;
 }
 
@@ -168,9 +168,10 @@ split_authority (const char *a, size_t *host_len, const char **port_out, ab_erro
 	if (a[0] == '[') {
 		const char *close = strchr (a, ']');
 		if (!close)
-			return invalid (err, memchr (a, '%', strlen (a)) ? "zone identifiers are not allowed"
-			                                                 : "invalid host");
-		*host_len = (size_t) (close - a) + 1;
+			return invalid (err, memchr (a, '%', strlen (a))
+			                             ? "zone identifiers are not allowed"
+			                             : "invalid host");
+		*host_len = (size_t)(close - a) + 1;
 		if (close[1] == '\0')
 			return 0;
 		if (close[1] != ':')
@@ -182,13 +183,13 @@ split_authority (const char *a, size_t *host_len, const char **port_out, ab_erro
 	if (colon && strchr (colon + 1, ':')) {
 		struct ab_addr_s ignored;
 		const char *pct = strchr (a, '%');
-		if (pct && ab_addr_parse_ipv6 (a, (size_t) (pct - a), &ignored))
+		if (pct && ab_addr_parse_ipv6 (a, (size_t)(pct - a), &ignored))
 			return invalid (err, "zone identifiers are not allowed");
 		if (ab_addr_parse_ipv6 (a, strlen (a), &ignored))
 			return invalid (err, "IPv6 address must be in brackets");
 		return invalid (err, "invalid host");
 	}
-	*host_len = colon ? (size_t) (colon - a) : strlen (a);
+	*host_len = colon ? (size_t)(colon - a) : strlen (a);
 	*port_out = colon ? colon + 1 : NULL;
 	return 0;
 }

@@ -13,7 +13,7 @@
 bool
 ab_addr_parse_ipv4 (const char *text, size_t len, struct ab_addr_s *out)
 {
-	struct ab_addr_s a = {.family = AF_INET};
+	struct ab_addr_s a = { .family = AF_INET };
 	size_t i = 0;
 
 	for (int part = 0; part < 4; part++) {
@@ -26,10 +26,10 @@ ab_addr_parse_ipv4 (const char *text, size_t len, struct ab_addr_s *out)
 			start = ++i;
 		}
 		while (i < len && text[i] >= '0' && text[i] <= '9' && i - start < 3)
-			v = v * 10 + (unsigned) (text[i++] - '0');
+			v = v * 10 + (unsigned)(text[i++] - '0');
 		if (i == start || v > 255 || (text[start] == '0' && i - start > 1))
 			return false;
-		a.bytes[part] = (uint8_t) v;
+		a.bytes[part] = (uint8_t)v;
 	}
 	if (i != len)
 		return false;
@@ -44,7 +44,7 @@ bool
 ab_addr_parse_ipv6 (const char *text, size_t len, struct ab_addr_s *out)
 {
 	char buf[AB_ADDR_STRLEN];
-	struct ab_addr_s a = {.family = AF_INET6};
+	struct ab_addr_s a = { .family = AF_INET6 };
 
 	if (len == 0 || len >= sizeof buf || memchr (text, '\0', len))
 		return false;
@@ -66,8 +66,8 @@ ab_addr_parse (const char *text, struct ab_addr_s *out, ab_error_t *err)
 	if (memchr (text, ':', len) && ab_addr_parse_ipv6 (text, len, out))
 		return 0;
 	if (memchr (text, '%', len))
-		return ab_error (err, 0, AB_E_INVALID, "invalid address '%s': zone identifiers are not allowed",
-		                 text);
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "invalid address '%s': zone identifiers are not allowed", text);
 	return ab_error (err, 0, AB_E_INVALID, "invalid address '%s'", text);
 }
 
@@ -91,13 +91,13 @@ ab_addr_from_sockaddr (const struct sockaddr *sa, struct ab_addr_s *out)
 {
 	memset (out, 0, sizeof *out);
 	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *) sa;
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 		out->family = AF_INET;
 		memcpy (out->bytes, &sin->sin_addr, 4);
 		return 0;
 	}
 	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) sa;
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
 		out->family = AF_INET6;
 		memcpy (out->bytes, &sin6->sin6_addr, 16);
 		return 0;
@@ -110,13 +110,13 @@ ab_addr_to_sockaddr (const struct ab_addr_s *a, uint16_t port, struct sockaddr_s
 {
 	memset (out, 0, sizeof *out);
 	if (a->family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *) out;
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons (port);
 		memcpy (&sin->sin_addr, a->bytes, 4);
 		return sizeof *sin;
 	}
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) out;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
 	sin6->sin6_family = AF_INET6;
 	sin6->sin6_port = htons (port);
 	memcpy (&sin6->sin6_addr, a->bytes, 16);
@@ -139,7 +139,7 @@ prefix_equal (const uint8_t *a, const uint8_t *b, unsigned n)
 		return false;
 	if (rest == 0)
 		return true;
-	uint8_t mask = (uint8_t) (0xff00u >> rest);
+	uint8_t mask = (uint8_t)(0xff00u >> rest);
 	return ((a[full] ^ b[full]) & mask) == 0;
 }
 
@@ -166,7 +166,7 @@ parse_prefix_len (const char *s, unsigned max, unsigned *out)
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return false;
-		v = v * 10 + (unsigned) (s[i] - '0');
+		v = v * 10 + (unsigned)(s[i] - '0');
 	}
 	if (v > max)
 		return false;
@@ -184,8 +184,9 @@ ab_cidr_parse (const char *text, struct ab_cidr_s *out, ab_error_t *err)
 	size_t alen;
 
 	if (!slash)
-		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': expected ADDRESS/PREFIX-LENGTH", text);
-	alen = (size_t) (slash - text);
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "invalid CIDR '%s': expected ADDRESS/PREFIX-LENGTH", text);
+	alen = (size_t)(slash - text);
 	if (alen == 0 || alen >= sizeof addr)
 		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': bad address", text);
 	memcpy (addr, text, alen);
@@ -193,7 +194,8 @@ ab_cidr_parse (const char *text, struct ab_cidr_s *out, ab_error_t *err)
 	if (ab_addr_parse (addr, &c.addr, &ignored) < 0)
 		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': bad address", text);
 	if (!parse_prefix_len (slash + 1, family_bits (c.addr.family), &c.prefix_len))
-		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': bad prefix length", text);
+		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': bad prefix length",
+		                 text);
 	if (!host_bits_zero (&c.addr, c.prefix_len))
 		return ab_error (err, 0, AB_E_INVALID, "invalid CIDR '%s': host bits set", text);
 	*out = c;

@@ -36,12 +36,9 @@ apply_record (struct ab_exec_msg_s *req, const struct ab_tlv_s *t, ab_error_t *e
 	uint32_t v32 = 0;
 
 	switch (t->tag) {
-	case AB_TAG_ARG:
-		return push (&req->argv, &req->n_argv, t, err);
-	case AB_TAG_ENV:
-		return push (&req->env, &req->n_env, t, err);
-	case AB_TAG_RW_PATH:
-		return push (&req->rw_paths, &req->n_rw_paths, t, err);
+	case AB_TAG_ARG: return push (&req->argv, &req->n_argv, t, err);
+	case AB_TAG_ENV: return push (&req->env, &req->n_env, t, err);
+	case AB_TAG_RW_PATH: return push (&req->rw_paths, &req->n_rw_paths, t, err);
 	case AB_TAG_CWD:
 		free (req->cwd);
 		req->cwd = ab_tlv_strdup (t, err);
@@ -61,24 +58,17 @@ apply_record (struct ab_exec_msg_s *req, const struct ab_tlv_s *t, ab_error_t *e
 			return -1;
 		req->tty = v32 != 0;
 		return 0;
-	case AB_TAG_ROWS:
-		return take_u32 (t, &req->rows, err);
-	case AB_TAG_COLS:
-		return take_u32 (t, &req->cols, err);
-	case AB_TAG_TIMEOUT_MS:
-		return ab_tlv_u64 (t, &req->timeout_ms, err);
-	case AB_TAG_GRACE_MS:
-		return ab_tlv_u64 (t, &req->grace_ms, err);
-	case AB_TAG_NOFILE:
-		return ab_tlv_u64 (t, &req->nofile, err);
-	default:
-		return ab_error (err, 0, AB_E_INVALID, "unknown EXEC field %u", t->tag);
+	case AB_TAG_ROWS: return take_u32 (t, &req->rows, err);
+	case AB_TAG_COLS: return take_u32 (t, &req->cols, err);
+	case AB_TAG_TIMEOUT_MS: return ab_tlv_u64 (t, &req->timeout_ms, err);
+	case AB_TAG_GRACE_MS: return ab_tlv_u64 (t, &req->grace_ms, err);
+	case AB_TAG_NOFILE: return ab_tlv_u64 (t, &req->nofile, err);
+	default: return ab_error (err, 0, AB_E_INVALID, "unknown EXEC field %u", t->tag);
 	}
 }
 
 int
-ab_exec_msg_decode (const uint8_t *payload, size_t len, struct ab_exec_msg_s *req,
-                     ab_error_t *err)
+ab_exec_msg_decode (const uint8_t *payload, size_t len, struct ab_exec_msg_s *req, ab_error_t *err)
 {
 	struct ab_tlv_reader_s r;
 	struct ab_tlv_s t;

@@ -16,9 +16,10 @@ ab_frame_send (int fd, uint16_t type, uint32_t channel, const void *payload, siz
 	int r;
 
 	if (len > AB_PROTO_MAX_PAYLOAD)
-		return ab_error (err, 0, AB_E_LIMIT, "message of %zu bytes exceeds the frame limit", len);
+		return ab_error (err, 0, AB_E_LIMIT, "message of %zu bytes exceeds the frame limit",
+		                 len);
 	buf = xmalloc (AB_PROTO_HEADER_SIZE + len);
-	ab_proto_encode_header (buf, type, channel, (uint32_t) len);
+	ab_proto_encode_header (buf, type, channel, (uint32_t)len);
 	if (len)
 		memcpy (buf + AB_PROTO_HEADER_SIZE, payload, len);
 	if (n_fds)
@@ -55,9 +56,10 @@ ab_frame_recv (int fd, struct ab_frame_s *frame, int *fds, size_t max_fds, size_
 		if (n == 0) {
 			if (got == 0)
 				return 0;
-			return ab_error (err, 0, AB_E_INVALID, "connection closed inside a frame header");
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "connection closed inside a frame header");
 		}
-		got += (size_t) n;
+		got += (size_t)n;
 	}
 	if (ab_proto_decode_header (hdr, frame, err) < 0)
 		return -1;

@@ -7,21 +7,21 @@
 static void
 put_be16 (uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t) (v >> 8);
-	p[1] = (uint8_t) v;
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
 }
 
 static void
 put_be32 (uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (24 - 8 * i));
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
 }
 
 static uint32_t
 get_be32 (const uint8_t *p)
 {
-	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 void
@@ -33,7 +33,7 @@ ab_tlv_put (struct ab_tlv_writer_s *w, uint16_t tag, const void *value, size_t l
 		w->buf = xrealloc (w->buf, w->cap);
 	}
 	put_be16 (w->buf + w->len, tag);
-	put_be32 (w->buf + w->len + 2, (uint32_t) len);
+	put_be32 (w->buf + w->len + 2, (uint32_t)len);
 	if (len)
 		memcpy (w->buf + w->len + 6, value, len);
 	w->len = need;
@@ -57,8 +57,8 @@ void
 ab_tlv_put_u64 (struct ab_tlv_writer_s *w, uint16_t tag, uint64_t v)
 {
 	uint8_t b[8];
-	put_be32 (b, (uint32_t) (v >> 32));
-	put_be32 (b + 4, (uint32_t) v);
+	put_be32 (b, (uint32_t)(v >> 32));
+	put_be32 (b + 4, (uint32_t)v);
 	ab_tlv_put (w, tag, b, sizeof b);
 }
 
@@ -90,10 +90,10 @@ ab_tlv_next (struct ab_tlv_reader_s *r, struct ab_tlv_s *out, ab_error_t *err)
 	len = get_be32 (r->buf + r->off + 2);
 	if (len > left - 6)
 		return ab_error (err, 0, AB_E_INVALID, "TLV record length %u exceeds payload", len);
-	out->tag = (uint16_t) (r->buf[r->off] << 8 | r->buf[r->off + 1]);
+	out->tag = (uint16_t)(r->buf[r->off] << 8 | r->buf[r->off + 1]);
 	out->length = len;
 	out->value = r->buf + r->off + 6;
-	r->off += 6 + (size_t) len;
+	r->off += 6 + (size_t)len;
 	return 1;
 }
 
@@ -101,8 +101,8 @@ int
 ab_tlv_u32 (const struct ab_tlv_s *t, uint32_t *v, ab_error_t *err)
 {
 	if (t->length != 4)
-		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 4 bytes, got %u", t->tag,
-		                 t->length);
+		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 4 bytes, got %u",
+		                 t->tag, t->length);
 	*v = get_be32 (t->value);
 	return 0;
 }
@@ -111,9 +111,9 @@ int
 ab_tlv_u64 (const struct ab_tlv_s *t, uint64_t *v, ab_error_t *err)
 {
 	if (t->length != 8)
-		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 8 bytes, got %u", t->tag,
-		                 t->length);
-	*v = (uint64_t) get_be32 (t->value) << 32 | get_be32 (t->value + 4);
+		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 8 bytes, got %u",
+		                 t->tag, t->length);
+	*v = (uint64_t)get_be32 (t->value) << 32 | get_be32 (t->value + 4);
 	return 0;
 }
 
@@ -124,7 +124,7 @@ ab_tlv_strdup (const struct ab_tlv_s *t, ab_error_t *err)
 		ab_error (err, 0, AB_E_INVALID, "TLV tag %u: string contains NUL", t->tag);
 		return NULL;
 	}
-	return xstrndup ((const char *) t->value, t->length);
+	return xstrndup ((const char *)t->value, t->length);
 }
 
 void
@@ -142,14 +142,15 @@ ab_proto_decode_header (const uint8_t in[AB_PROTO_HEADER_SIZE], struct ab_frame_
                         ab_error_t *err)
 {
 	frame->length = get_be32 (in);
-	frame->type = (uint16_t) (in[4] << 8 | in[5]);
-	frame->flags = (uint16_t) (in[6] << 8 | in[7]);
+	frame->type = (uint16_t)(in[4] << 8 | in[5]);
+	frame->flags = (uint16_t)(in[6] << 8 | in[7]);
 	frame->channel = get_be32 (in + 8);
 	frame->payload = NULL;
 	if (frame->length > AB_PROTO_MAX_PAYLOAD)
 		return ab_error (err, 0, AB_E_LIMIT, "frame of %u bytes exceeds the %u-byte limit",
 		                 frame->length, AB_PROTO_MAX_PAYLOAD);
 	if (frame->flags != 0)
-		return ab_error (err, 0, AB_E_INVALID, "frame has unknown flags 0x%x", frame->flags);
+		return ab_error (err, 0, AB_E_INVALID, "frame has unknown flags 0x%x",
+		                 frame->flags);
 	return 0;
 }

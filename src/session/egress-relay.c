@@ -66,7 +66,7 @@ relay_free (ab_egress_relay_t *r)
 static int
 relay_init (ab_egress_relay_t *r, const struct ab_egress_spec_s *egress, ab_error_t *err)
 {
-	struct ab_egress_proxy_config_s cfg = {0};
+	struct ab_egress_proxy_config_s cfg = { 0 };
 
 	if (!(r->policy = ab_egress_policy_from_spec (egress, err)))
 		return -1;

@@ -25,7 +25,7 @@ struct relay_s {
 	struct termios saved;
 };
 
-static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
 
 static int
 block_signals (sigset_t *old, ab_error_t *err)
@@ -43,9 +43,9 @@ block_signals (sigset_t *old, ab_error_t *err)
 static int
 send_signal (struct relay_s *r, int sig, ab_error_t *err)
 {
-	struct ab_tlv_writer_s w = {0};
+	struct ab_tlv_writer_s w = { 0 };
 	int rc;
-	ab_tlv_put_u32 (&w, AB_TAG_SIGNAL, (uint32_t) sig);
+	ab_tlv_put_u32 (&w, AB_TAG_SIGNAL, (uint32_t)sig);
 	rc = ab_frame_send (r->door, AB_MSG_SIGNAL, 0, w.buf, w.len, NULL, 0, err);
 	ab_tlv_writer_free (&w);
 	return rc;
@@ -63,11 +63,11 @@ static void
 on_signals (struct relay_s *r, ab_error_t *err)
 {
 	struct signalfd_siginfo si;
-	while (read (r->sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+	while (read (r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGWINCH)
 			sync_winsize (r);
 		else
-			send_signal (r, (int) si.ssi_signo, err);
+			send_signal (r, (int)si.ssi_signo, err);
 	}
 }
 
@@ -110,15 +110,16 @@ read_tlvs (const struct ab_frame_s *f, struct ab_run_outcome_s *out, ab_error_t 
 		if (ab_tlv_u32 (&t, &v, err) < 0)
 			continue; /* fields of other widths are not ours to read here */
 		if (t.tag == AB_TAG_WAIT_STATUS)
-			out->wait_status = (int) v;
+			out->wait_status = (int)v;
 		else if (t.tag == AB_TAG_TIMED_OUT)
 			out->timed_out = v != 0;
 		else if (t.tag == AB_TAG_EXEC_ERRNO)
-			out->exec_errno = (int) v;
+			out->exec_errno = (int)v;
 		else if (t.tag == AB_TAG_LANDLOCK_ABI)
-			out->landlock_abi = (int) v;
+			out->landlock_abi = (int)v;
 		else if (t.tag == AB_TAG_VERSION && v != AB_PROTO_VERSION)
-			return ab_error (err, 0, AB_E_SYSTEM, "agent speaks protocol %u, we speak %u", v,
+			return ab_error (err, 0, AB_E_SYSTEM,
+			                 "agent speaks protocol %u, we speak %u", v,
 			                 AB_PROTO_VERSION);
 	}
 	return k;
@@ -137,7 +138,7 @@ conn_port (const struct ab_frame_s *f, const struct ab_run_io_s *io)
 	ab_tlv_reader_init (&rd, f->payload, f->length);
 	while (ab_tlv_next (&rd, &t, &ignored) > 0)
 		if (t.tag == AB_TAG_PORT && ab_tlv_u32 (&t, &v, &ignored) == 0 && v && v <= 65535)
-			return (uint16_t) v;
+			return (uint16_t)v;
 	return io->listen_ports[0];
 }
 
@@ -150,7 +151,8 @@ on_door (struct relay_s *r, ab_error_t *err)
 	int k = ab_frame_recv (r->door, &f, fds, 1, &n_fds, err);
 
 	if (k == 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "the sandbox ended before reporting an exit status");
+		return ab_error (err, 0, AB_E_SYSTEM,
+		                 "the sandbox ended before reporting an exit status");
 	if (k < 0)
 		return -1;
 	if (n_fds && f.type == AB_MSG_STARTED && r->pty < 0) {
@@ -178,7 +180,7 @@ pump (int from, int to)
 		return true;
 	if (n <= 0)
 		return false;
-	return ab_write_all (to, buf, (size_t) n) == 0;
+	return ab_write_all (to, buf, (size_t)n) == 0;
 }
 
 static void
@@ -219,9 +221,12 @@ static int
 loop (struct relay_s *r, ab_error_t *err)
 {
 	struct pollfd p[P_COUNT] = {
-		[P_DOOR] = {.fd = r->door, .events = POLLIN},  [P_SIG] = {.fd = r->sigfd, .events = POLLIN},
-		[P_STDIN] = {.fd = -1, .events = POLLIN},      [P_OUT] = {.fd = r->io->relay_out, .events = POLLIN},
-		[P_ERR] = {.fd = r->io->relay_err, .events = POLLIN}, [P_PTY] = {.fd = -1, .events = POLLIN},
+		[P_DOOR] = { .fd = r->door, .events = POLLIN },
+		[P_SIG] = { .fd = r->sigfd, .events = POLLIN },
+		[P_STDIN] = { .fd = -1, .events = POLLIN },
+		[P_OUT] = { .fd = r->io->relay_out, .events = POLLIN },
+		[P_ERR] = { .fd = r->io->relay_err, .events = POLLIN },
+		[P_PTY] = { .fd = -1, .events = POLLIN },
 	};
 	while (!r->exited) {
 		fill_poll (r, p);
@@ -258,8 +263,8 @@ int
 ab_run_session (int door, const struct ab_exec_msg_s *exec, struct ab_run_io_s *io,
                 struct ab_run_outcome_s *out, ab_error_t *err)
 {
-	struct relay_s r = {.door = door, .pty = -1, .io = io, .out = out};
-	struct ab_tlv_writer_s w = {0};
+	struct relay_s r = { .door = door, .pty = -1, .io = io, .out = out };
+	struct ab_tlv_writer_s w = { 0 };
 	sigset_t old;
 	int rc;
 

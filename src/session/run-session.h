@@ -17,9 +17,9 @@ struct ab_run_io_s {
 	/* Host-side relays: pipes the sandbox writes into (or reads from)
 	 * that this side copies to/from the caller's own fds; -1 = passed
 	 * straight through, nothing to relay. */
-	int relay_in;   /* write end: caller's stdin is copied into it */
-	int relay_out;  /* read end: copied to caller's stdout */
-	int relay_err;  /* read end: copied to caller's stderr */
+	int relay_in;      /* write end: caller's stdin is copied into it */
+	int relay_out;     /* read end: copied to caller's stdout */
+	int relay_err;     /* read end: copied to caller's stderr */
 	bool raw_terminal; /* put the caller's terminal in raw mode for a pty */
 	/* Ports the agent listens on at 127.0.0.1 inside (the egress proxy's,
 	 * the credential proxy's), asked for before EXEC, and where each

@@ -90,7 +90,8 @@ check_sandbox_path (const char *what, const char *path, ab_error_t *err)
 	const char *p = path;
 
 	if (path[0] != '/')
-		return ab_error (err, 0, AB_E_INVALID, "%s '%s' must be an absolute path", what, path);
+		return ab_error (err, 0, AB_E_INVALID, "%s '%s' must be an absolute path", what,
+		                 path);
 	if (strcmp (path, "/") == 0)
 		return ab_error (err, 0, AB_E_INVALID, "%s must not be '/'", what);
 	while (*p) {
@@ -98,16 +99,17 @@ check_sandbox_path (const char *what, const char *path, ab_error_t *err)
 		size_t len;
 		p++; /* past the '/' */
 		end = strchrnul (p, '/');
-		len = (size_t) (end - p);
+		len = (size_t)(end - p);
 		/* "//proc" and "/proc/" are /proc to the kernel: refused, so the
 		 * reserved and duplicate checks below see one spelling only. */
 		if (len == 0)
 			return ab_error (err, 0, AB_E_INVALID,
-			                 "%s '%s' must not contain an empty component ('//' or a trailing '/')",
+			                 "%s '%s' must not contain an empty component ('//' or a "
+			                 "trailing '/')",
 			                 what, path);
 		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return ab_error (err, 0, AB_E_INVALID, "%s '%s' must not contain '.' or '..'", what,
-			                 path);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s '%s' must not contain '.' or '..'", what, path);
 		p = end;
 	}
 	return 0;
@@ -115,7 +117,7 @@ check_sandbox_path (const char *what, const char *path, ab_error_t *err)
 
 /* Destinations the sandbox layout owns; a user mount on top would undo a
  * protection (a writable /proc, a host /dev). */
-static const char *const reserved_destinations[] = {"/proc", "/dev", "/sys"};
+static const char *const reserved_destinations[] = { "/proc", "/dev", "/sys" };
 
 static int
 check_mount (const struct ab_spec_s *spec, size_t i, ab_error_t *err)
@@ -132,13 +134,15 @@ check_mount (const struct ab_spec_s *spec, size_t i, ab_error_t *err)
 			                 m->destination);
 	}
 	if (m->kind != AB_MOUNT_TMPFS && (!m->source || m->source[0] == '\0'))
-		return ab_error (err, 0, AB_E_INVALID, "mount for '%s' has no source", m->destination);
+		return ab_error (err, 0, AB_E_INVALID, "mount for '%s' has no source",
+		                 m->destination);
 	for (size_t j = 0; j < i; j++)
 		if (strcmp (spec->mounts[j].destination, m->destination) == 0)
-			return ab_error (err, 0, AB_E_INVALID, "two mounts at '%s'", m->destination);
+			return ab_error (err, 0, AB_E_INVALID, "two mounts at '%s'",
+			                 m->destination);
 	if (spec->workspace && strcmp (m->destination, AB_WORKSPACE_DIR) == 0)
-		return ab_error (err, 0, AB_E_INVALID, "'%s' is the workspace; use --no-workspace first",
-		                 m->destination);
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "'%s' is the workspace; use --no-workspace first", m->destination);
 	return 0;
 }
 
@@ -146,7 +150,9 @@ int
 ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 {
 	if (!spec->argv || !spec->argv[0] || spec->argv[0][0] == '\0')
-		return ab_error (err, 0, AB_E_INVALID, "missing command (usage: agentbox run [OPTIONS] -- CMD [ARGS...])");
+		return ab_error (
+		        err, 0, AB_E_INVALID,
+		        "missing command (usage: agentbox run [OPTIONS] -- CMD [ARGS...])");
 	if (spec->workdir[0] != '/')
 		return ab_error (err, 0, AB_E_INVALID, "working directory '%s' must be absolute",
 		                 spec->workdir);
@@ -156,10 +162,10 @@ ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 	if (spec->hostname[0] == '\0' || strlen (spec->hostname) > 64)
 		return ab_error (err, 0, AB_E_INVALID, "hostname must be 1 to 64 characters");
 	for (const char *h = spec->hostname; *h; h++)
-		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') || (*h >= '0' && *h <= '9')
-		      || *h == '-' || *h == '.'))
-			return ab_error (err, 0, AB_E_INVALID, "hostname '%s' has invalid characters",
-			                 spec->hostname);
+		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z')
+		      || (*h >= '0' && *h <= '9') || *h == '-' || *h == '.'))
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "hostname '%s' has invalid characters", spec->hostname);
 	return 0;
 }
 

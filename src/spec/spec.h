@@ -19,9 +19,9 @@ typedef enum {
 
 struct ab_mount_s {
 	ab_mount_kind kind;
-	char *source;       /* host path (binds); NULL for tmpfs */
-	char *destination;  /* absolute path inside the sandbox */
-	uint64_t size;      /* tmpfs size in bytes, 0 = default */
+	char *source;      /* host path (binds); NULL for tmpfs */
+	char *destination; /* absolute path inside the sandbox */
+	uint64_t size;     /* tmpfs size in bytes, 0 = default */
 };
 
 typedef enum {
@@ -35,7 +35,7 @@ typedef enum {
 struct ab_egress_spec_s {
 	char **allow_hosts, **deny_hosts, **allow_cidrs; /* NULL-terminated */
 	char *policy_file;
-	char *audit_log;  /* host path or "-", NULL = none */
+	char *audit_log; /* host path or "-", NULL = none */
 };
 
 typedef enum {
@@ -44,12 +44,12 @@ typedef enum {
 	AB_TTY_OFF,
 } ab_tty_mode;
 
-#define AB_DEFAULT_MEMORY (2ULL << 30)
-#define AB_DEFAULT_PIDS 512
+#define AB_DEFAULT_MEMORY        (2ULL << 30)
+#define AB_DEFAULT_PIDS          512
 #define AB_DEFAULT_KILL_GRACE_MS 5000
-#define AB_DEFAULT_NOFILE 1024
-#define AB_DEFAULT_HOSTNAME "agentbox"
-#define AB_WORKSPACE_DIR "/workspace"
+#define AB_DEFAULT_NOFILE        1024
+#define AB_DEFAULT_HOSTNAME      "agentbox"
+#define AB_WORKSPACE_DIR         "/workspace"
 
 struct ab_limits_s {
 	uint64_t memory_bytes;  /* 0 = no limit */
@@ -62,13 +62,13 @@ struct ab_limits_s {
 };
 
 struct ab_spec_s {
-	char *backend;          /* "auto" or a backend name */
-	char *rootfs;           /* NULL = host binds, else an unpacked image */
-	char *workspace;        /* host dir, NULL = none */
+	char *backend;   /* "auto" or a backend name */
+	char *rootfs;    /* NULL = host binds, else an unpacked image */
+	char *workspace; /* host dir, NULL = none */
 	struct ab_mount_s *mounts;
 	size_t n_mounts;
-	char **argv;            /* NULL-terminated */
-	char **env;             /* NULL-terminated KEY=VALUE, already complete */
+	char **argv; /* NULL-terminated */
+	char **env;  /* NULL-terminated KEY=VALUE, already complete */
 	char *workdir;
 	uid_t uid;
 	gid_t gid;
@@ -77,8 +77,8 @@ struct ab_spec_s {
 	struct ab_egress_spec_s egress;
 	ab_tty_mode tty;
 	struct ab_limits_s limits;
-	char *json_result;      /* path on the host, NULL = off */
-	char **credentials;     /* run --credential NAME=FILE (host files), NULL-terminated */
+	char *json_result;  /* path on the host, NULL = off */
+	char **credentials; /* run --credential NAME=FILE (host files), NULL-terminated */
 	/* Service mode: a long-lived sandbox whose agent listens on this host
 	 * unix socket (protocol v2) and whose monitor outlives the caller.
 	 * NULL = one-shot (the caller holds the agent connection). */

@@ -29,8 +29,8 @@ check_host_text (const struct ab_hostport_s *hp)
 		abort ();
 	for (size_t i = 0; i < n; i++) {
 		char c = hp->host[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
-		      || (hp->kind == AB_HOST_IPV6 && c == ':')))
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'
+		      || c == '.' || (hp->kind == AB_HOST_IPV6 && c == ':')))
 			abort ();
 	}
 	if (hp->kind == AB_HOST_NAME) {
@@ -55,7 +55,7 @@ check_idempotent (const struct ab_hostport_s *hp)
 	bool v6 = hp->kind == AB_HOST_IPV6;
 
 	snprintf (again, sizeof again, "%s%s%s:%u", v6 ? "[" : "", hp->host, v6 ? "]" : "",
-	          (unsigned) hp->port);
+	          (unsigned)hp->port);
 	if (ab_hostport_parse (again, 1, &hp2, &err) < 0)
 		abort ();
 	if (strcmp (hp->host, hp2.host) != 0 || hp->kind != hp2.kind || hp->port != hp2.port
@@ -113,13 +113,15 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 		char buf[AB_HOST_PATTERN_STRLEN];
 		struct ab_host_pattern_s pat2;
 		ab_host_pattern_format (&pat, buf);
-		if (ab_host_pattern_parse (buf, &pat2, &err) < 0 || memcmp (&pat, &pat2, sizeof pat) != 0)
+		if (ab_host_pattern_parse (buf, &pat2, &err) < 0
+		    || memcmp (&pat, &pat2, sizeof pat) != 0)
 			abort ();
 	}
 	if (ab_cidr_parse (text, &cidr, &err) == 0) {
 		char buf[AB_CIDR_STRLEN];
 		struct ab_cidr_s c2;
-		if (ab_cidr_parse (ab_cidr_format (&cidr, buf), &c2, &err) < 0 || !ab_cidr_contains (&c2, &cidr.addr))
+		if (ab_cidr_parse (ab_cidr_format (&cidr, buf), &c2, &err) < 0
+		    || !ab_cidr_contains (&c2, &cidr.addr))
 			abort ();
 	}
 	if (ab_addr_parse (text, &a, &err) == 0) {

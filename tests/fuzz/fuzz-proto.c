@@ -61,7 +61,7 @@ check_tlv (const uint8_t *data, size_t size)
 	while ((k = ab_tlv_next (&r, &t, &err)) > 0) {
 		if (t.value < data || t.value + t.length > data + size)
 			abort ();
-		consumed += 6 + (size_t) t.length;
+		consumed += 6 + (size_t)t.length;
 	}
 	if (k == 0 && consumed != size)
 		abort ();
@@ -108,7 +108,7 @@ static void
 check_exec (const uint8_t *data, size_t size)
 {
 	struct ab_exec_msg_s m, again;
-	struct ab_tlv_writer_s w = {0};
+	struct ab_tlv_writer_s w = { 0 };
 	ab_error_t err = AB_ERROR_INIT;
 
 	if (ab_exec_msg_decode (data, size, &m, &err) < 0) {

@@ -25,19 +25,21 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 static void
 check_round_trip (const struct ab_ws_frame_s *f, bool masked, uint64_t max)
 {
-	uint8_t *buf = malloc (AB_WS_MAX_HEADER + (size_t) f->payload_len);
-	static const uint8_t key[4] = {9, 8, 7, 6};
+	uint8_t *buf = malloc (AB_WS_MAX_HEADER + (size_t)f->payload_len);
+	static const uint8_t key[4] = { 9, 8, 7, 6 };
 	struct ab_ws_frame_s g;
 	uint16_t code = 0;
-	size_t hl = ab_ws_encode_header (buf, f->fin, f->opcode, f->payload_len, masked ? key : NULL);
+	size_t hl =
+	        ab_ws_encode_header (buf, f->fin, f->opcode, f->payload_len, masked ? key : NULL);
 	ssize_t n;
 
-	memcpy (buf + hl, f->payload, (size_t) f->payload_len);
+	memcpy (buf + hl, f->payload, (size_t)f->payload_len);
 	if (masked)
-		ab_ws_mask (buf + hl, (size_t) f->payload_len, key, 0);
-	n = ab_ws_decode_frame (buf, hl + (size_t) f->payload_len, masked, max, &g, &code);
-	if (n != (ssize_t) (hl + f->payload_len) || g.opcode != f->opcode || g.fin != f->fin ||
-	    g.payload_len != f->payload_len || memcmp (g.payload, f->payload, (size_t) f->payload_len) != 0)
+		ab_ws_mask (buf + hl, (size_t)f->payload_len, key, 0);
+	n = ab_ws_decode_frame (buf, hl + (size_t)f->payload_len, masked, max, &g, &code);
+	if (n != (ssize_t)(hl + f->payload_len) || g.opcode != f->opcode || g.fin != f->fin
+	    || g.payload_len != f->payload_len
+	    || memcmp (g.payload, f->payload, (size_t)f->payload_len) != 0)
 		abort ();
 	free (buf);
 }
@@ -54,7 +56,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	masked = (data[0] & 1) != 0;
-	max = (uint64_t) (data[0] >> 1) * 8; /* 0..1016: small, so limits are hit */
+	max = (uint64_t)(data[0] >> 1) * 8; /* 0..1016: small, so limits are hit */
 	buf = malloc (size);
 	memcpy (buf, data, size);
 	ab_ws_assembler_init (&a, max);
@@ -66,7 +68,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
 		if (n <= 0)
 			break;
-		if ((size_t) n > size - off || f.payload + f.payload_len != buf + off + n)
+		if ((size_t)n > size - off || f.payload + f.payload_len != buf + off + n)
 			abort ();
 		if ((f.opcode & 8) ? f.payload_len > AB_WS_MAX_CONTROL : f.payload_len > max)
 			abort ();
@@ -75,9 +77,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 			break;
 		if (ab_iobuf_len (&a.buf) > max)
 			abort ();
-		if (ev.kind == AB_WS_EV_MESSAGE && ev.opcode == AB_WS_OP_TEXT && !ab_ws_utf8_valid (ev.data, ev.len))
+		if (ev.kind == AB_WS_EV_MESSAGE && ev.opcode == AB_WS_OP_TEXT
+		    && !ab_ws_utf8_valid (ev.data, ev.len))
 			abort ();
-		off += (size_t) n;
+		off += (size_t)n;
 	}
 	ab_ws_assembler_free (&a);
 	free (buf);

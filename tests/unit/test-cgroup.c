@@ -47,16 +47,16 @@ test_ctrl_mask (void **state)
 		char sep;
 		unsigned mask;
 	} cases[] = {
-		{"rw,cpu,cpuacct", ',', AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT)},
-		{"rw,cpuset", ',', 0}, /* cpuset is not cpu */
-		{"rw,memory", ',', AB_CG_BIT (AB_CG_MEMORY)},
-		{"rw,name=systemd", ',', 0},
-		{"rw,relatime,freezer", ',', AB_CG_BIT (AB_CG_FREEZER)},
-		{"cpuset cpu io memory hugetlb pids rdma misc\n", ' ',
-		 AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_MEMORY) | AB_CG_BIT (AB_CG_PIDS)},
-		{"hugetlb\n", ' ', 0},
-		{"", ' ', 0},
-		{"memory pids", ' ', AB_CG_BIT (AB_CG_MEMORY) | AB_CG_BIT (AB_CG_PIDS)},
+		{ "rw,cpu,cpuacct", ',', AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT) },
+		{ "rw,cpuset", ',', 0 }, /* cpuset is not cpu */
+		{ "rw,memory", ',', AB_CG_BIT (AB_CG_MEMORY) },
+		{ "rw,name=systemd", ',', 0 },
+		{ "rw,relatime,freezer", ',', AB_CG_BIT (AB_CG_FREEZER) },
+		{ "cpuset cpu io memory hugetlb pids rdma misc\n", ' ',
+		  AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_MEMORY) | AB_CG_BIT (AB_CG_PIDS) },
+		{ "hugetlb\n", ' ', 0 },
+		{ "", ' ', 0 },
+		{ "memory pids", ' ', AB_CG_BIT (AB_CG_MEMORY) | AB_CG_BIT (AB_CG_PIDS) },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -73,29 +73,35 @@ test_mountinfo_lines (void **state)
 		unsigned ctrls;
 		const char *root, *mountpoint;
 	} cases[] = {
-		{"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory", 1, false,
-		 AB_CG_BIT (AB_CG_MEMORY), "/", "/sys/fs/cgroup/memory"},
-		{"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw", 1, true, 0, "/",
-		 "/sys/fs/cgroup/unified"},
+		{ "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory", 1,
+		  false, AB_CG_BIT (AB_CG_MEMORY), "/", "/sys/fs/cgroup/memory" },
+		{ "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw", 1, true,
+		  0, "/", "/sys/fs/cgroup/unified" },
 		/* co-mounted, with optional fields before the separator */
-		{"27 26 0:24 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:7 - "
-		 "cgroup cgroup rw,cpu,cpuacct",
-		 1, false, AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT), "/", "/sys/fs/cgroup/cpu,cpuacct"},
-		{"30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 master:1 - cgroup2 "
-		 "cgroup2 rw,nsdelegate,memory_recursiveprot",
-		 1, true, 0, "/", "/sys/fs/cgroup"},
+		{ "27 26 0:24 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime "
+		  "shared:7 - "
+		  "cgroup cgroup rw,cpu,cpuacct",
+		  1, false, AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT), "/",
+		  "/sys/fs/cgroup/cpu,cpuacct" },
+		{ "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 master:1 - "
+		  "cgroup2 "
+		  "cgroup2 rw,nsdelegate,memory_recursiveprot",
+		  1, true, 0, "/", "/sys/fs/cgroup" },
 		/* a container without a cgroup namespace: a subtree is mounted */
-		{"300 299 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory", 1,
-		 false, AB_CG_BIT (AB_CG_MEMORY), "/docker/abc", "/sys/fs/cgroup/memory"},
+		{ "300 299 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup "
+		  "rw,memory",
+		  1, false, AB_CG_BIT (AB_CG_MEMORY), "/docker/abc", "/sys/fs/cgroup/memory" },
 		/* octal escapes in the mount point */
-		{"50 31 0:40 / /mnt/my\\040cg rw - cgroup2 none rw", 1, true, 0, "/", "/mnt/my cg"},
-		{"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd", 1, false, 0,
-		 "/", "/sys/fs/cgroup/systemd"},
-		{"23 1 0:21 / /sys rw,nosuid - sysfs sysfs rw", 0, false, 0, NULL, NULL},
-		{"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755", 0, false, 0, NULL, NULL},
-		{"garbage", -1, false, 0, NULL, NULL},
-		{"1 2 3:4 / /x rw shared:1", -1, false, 0, NULL, NULL}, /* no separator */
-		{"1 2 3:4 / /x rw - cgroup", -1, false, 0, NULL, NULL},  /* cut short */
+		{ "50 31 0:40 / /mnt/my\\040cg rw - cgroup2 none rw", 1, true, 0, "/",
+		  "/mnt/my cg" },
+		{ "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd",
+		  1, false, 0, "/", "/sys/fs/cgroup/systemd" },
+		{ "23 1 0:21 / /sys rw,nosuid - sysfs sysfs rw", 0, false, 0, NULL, NULL },
+		{ "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755", 0, false, 0,
+		  NULL, NULL },
+		{ "garbage", -1, false, 0, NULL, NULL },
+		{ "1 2 3:4 / /x rw shared:1", -1, false, 0, NULL, NULL }, /* no separator */
+		{ "1 2 3:4 / /x rw - cgroup", -1, false, 0, NULL, NULL }, /* cut short */
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -124,16 +130,17 @@ test_proc_cgroup_lines (void **state)
 		unsigned ctrls;
 		const char *path;
 	} cases[] = {
-		{"4:memory:/process_api/7acb5cd9", 0, false, AB_CG_BIT (AB_CG_MEMORY), "/process_api/7acb5cd9"},
-		{"3:cpu,cpuacct:/user.slice", 0, false, AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT),
-		 "/user.slice"},
-		{"0::/user.slice/x", 0, true, 0, "/user.slice/x"},
-		{"0::/", 0, true, 0, "/"},
-		{"9:name=systemd:/", 0, false, 0, "/"},
-		{"5:pids:/a:b", 0, false, AB_CG_BIT (AB_CG_PIDS), "/a:b"}, /* colons in a path */
-		{"garbage", -1, false, 0, NULL},
-		{"1:cpu:relative", -1, false, 0, NULL},
-		{":memory:/", -1, false, 0, NULL},
+		{ "4:memory:/process_api/7acb5cd9", 0, false, AB_CG_BIT (AB_CG_MEMORY),
+		  "/process_api/7acb5cd9" },
+		{ "3:cpu,cpuacct:/user.slice", 0, false,
+		  AB_CG_BIT (AB_CG_CPU) | AB_CG_BIT (AB_CG_CPUACCT), "/user.slice" },
+		{ "0::/user.slice/x", 0, true, 0, "/user.slice/x" },
+		{ "0::/", 0, true, 0, "/" },
+		{ "9:name=systemd:/", 0, false, 0, "/" },
+		{ "5:pids:/a:b", 0, false, AB_CG_BIT (AB_CG_PIDS), "/a:b" }, /* colons in a path */
+		{ "garbage", -1, false, 0, NULL },
+		{ "1:cpu:relative", -1, false, 0, NULL },
+		{ ":memory:/", -1, false, 0, NULL },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -154,46 +161,48 @@ test_proc_cgroup_lines (void **state)
 /* This machine: separate cpu and cpuacct, memory in a sub-cgroup, an empty
  * cgroup2 at .../unified. */
 static const char hybrid_mountinfo[] =
-	"23 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
-	"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-	"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-	"33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
-	"34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
-	"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-	"36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
-	"37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
-	"38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
-	"39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-	"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
-	"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        "23 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+        "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+        "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+        "34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
+        "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
+        "38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
+        "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+        "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 static const char hybrid_cgroup[] = "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n"
                                     "5:devices:/\n4:memory:/process_api/7acb\n3:cpuset:/\n"
                                     "2:cpuacct:/\n1:cpu:/\n0::/\n";
 
 /* A systemd hybrid host of the Debian 10 kind: cpu,cpuacct co-mounted. */
 static const char comount_mountinfo[] =
-	"25 18 0:23 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
-	"26 25 0:24 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 "
-	"cgroup2 rw,nsdelegate\n"
-	"27 25 0:25 / /sys/fs/cgroup/systemd rw,nosuid shared:11 - cgroup cgroup "
-	"rw,xattr,name=systemd\n"
-	"30 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:14 - cgroup "
-	"cgroup rw,cpu,cpuacct\n"
-	"31 25 0:29 / /sys/fs/cgroup/net_cls,net_prio rw shared:15 - cgroup cgroup rw,net_cls,net_prio\n"
-	"32 25 0:30 / /sys/fs/cgroup/memory rw,nosuid shared:16 - cgroup cgroup rw,memory\n"
-	"33 25 0:31 / /sys/fs/cgroup/pids rw,nosuid shared:17 - cgroup cgroup rw,pids\n"
-	"34 25 0:32 / /sys/fs/cgroup/freezer rw,nosuid shared:18 - cgroup cgroup rw,freezer\n";
+        "25 18 0:23 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+        "26 25 0:24 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 "
+        "cgroup2 rw,nsdelegate\n"
+        "27 25 0:25 / /sys/fs/cgroup/systemd rw,nosuid shared:11 - cgroup cgroup "
+        "rw,xattr,name=systemd\n"
+        "30 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:14 - "
+        "cgroup "
+        "cgroup rw,cpu,cpuacct\n"
+        "31 25 0:29 / /sys/fs/cgroup/net_cls,net_prio rw shared:15 - cgroup cgroup "
+        "rw,net_cls,net_prio\n"
+        "32 25 0:30 / /sys/fs/cgroup/memory rw,nosuid shared:16 - cgroup cgroup rw,memory\n"
+        "33 25 0:31 / /sys/fs/cgroup/pids rw,nosuid shared:17 - cgroup cgroup rw,pids\n"
+        "34 25 0:32 / /sys/fs/cgroup/freezer rw,nosuid shared:18 - cgroup cgroup rw,freezer\n";
 static const char comount_cgroup[] =
-	"12:freezer:/\n11:pids:/user.slice/user-0.slice/session-1.scope\n"
-	"10:memory:/user.slice/user-0.slice/session-1.scope\n9:net_cls,net_prio:/\n"
-	"8:cpu,cpuacct:/user.slice\n1:name=systemd:/user.slice/user-0.slice/session-1.scope\n"
-	"0::/user.slice/user-0.slice/session-1.scope\n";
+        "12:freezer:/\n11:pids:/user.slice/user-0.slice/session-1.scope\n"
+        "10:memory:/user.slice/user-0.slice/session-1.scope\n9:net_cls,net_prio:/\n"
+        "8:cpu,cpuacct:/user.slice\n1:name=systemd:/user.slice/user-0.slice/session-1.scope\n"
+        "0::/user.slice/user-0.slice/session-1.scope\n";
 
 /* Pure v2 (systemd, Debian 12). */
 static const char v2_mountinfo[] =
-	"22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
-	"26 22 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
-	"rw,nsdelegate,memory_recursiveprot\n";
+        "22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+        "26 22 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
+        "rw,nsdelegate,memory_recursiveprot\n";
 static const char v2_cgroup[] = "0::/user.slice/x\n";
 
 /* A v2 container with a cgroup namespace: its own cgroup is "/". */
@@ -201,9 +210,9 @@ static const char v2ns_cgroup[] = "0::/\n";
 
 /* A v1 container without a cgroup namespace: the mounts show a subtree. */
 static const char docker_v1_mountinfo[] =
-	"300 299 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n"
-	"301 299 0:33 /docker/abc /sys/fs/cgroup/pids ro,nosuid - cgroup cgroup rw,pids\n"
-	"302 299 0:33 /docker/abc /sys/fs/cgroup/pids2 ro,nosuid - cgroup cgroup rw,pids\n";
+        "300 299 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n"
+        "301 299 0:33 /docker/abc /sys/fs/cgroup/pids ro,nosuid - cgroup cgroup rw,pids\n"
+        "302 299 0:33 /docker/abc /sys/fs/cgroup/pids2 ro,nosuid - cgroup cgroup rw,pids\n";
 static const char docker_v1_cgroup[] = "4:memory:/docker/abc/sub\n3:pids:/docker/abc\n";
 
 /* Our cgroup lies outside the mounted subtree: unusable. */
@@ -247,25 +256,59 @@ static void
 test_layouts (void **state)
 {
 	static const struct layout_case_s cases[] = {
-		{"hybrid-here", hybrid_mountinfo, hybrid_cgroup, AB_CGROUP_HYBRID,
-		 {"/sys/fs/cgroup/memory/process_api/7acb", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu",
-		  "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/freezer"},
-		 "/sys/fs/cgroup/unified"},
-		{"hybrid-comount", comount_mountinfo, comount_cgroup, AB_CGROUP_HYBRID,
-		 {"/sys/fs/cgroup/memory/user.slice/user-0.slice/session-1.scope",
-		  "/sys/fs/cgroup/pids/user.slice/user-0.slice/session-1.scope",
-		  "/sys/fs/cgroup/cpu,cpuacct/user.slice", "/sys/fs/cgroup/cpu,cpuacct/user.slice",
-		  "/sys/fs/cgroup/freezer"},
-		 "/sys/fs/cgroup/unified/user.slice/user-0.slice/session-1.scope"},
-		{"v2", v2_mountinfo, v2_cgroup, AB_CGROUP_V2, {NULL}, "/sys/fs/cgroup/user.slice/x"},
-		{"v2-cgroupns", v2_mountinfo, v2ns_cgroup, AB_CGROUP_V2, {NULL}, "/sys/fs/cgroup"},
-		{"v1-docker", docker_v1_mountinfo, docker_v1_cgroup, AB_CGROUP_V1,
-		 {"/sys/fs/cgroup/memory/sub", "/sys/fs/cgroup/pids", NULL, NULL, NULL}, NULL},
-		{"unreachable", docker_v1_mountinfo, unreachable_cgroup, AB_CGROUP_NONE, {NULL}, NULL},
-		{"v2-named-v1", "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
-		                "2 1 0:2 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n",
-		 "1:name=systemd:/\n0::/a\n", AB_CGROUP_V2, {NULL}, "/sys/fs/cgroup/a"},
-		{"nothing", "23 1 0:21 / /sys rw - sysfs sysfs rw\n", "0::/\n", AB_CGROUP_NONE, {NULL}, NULL},
+		{ "hybrid-here",
+		  hybrid_mountinfo,
+		  hybrid_cgroup,
+		  AB_CGROUP_HYBRID,
+		  { "/sys/fs/cgroup/memory/process_api/7acb", "/sys/fs/cgroup/pids",
+		    "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/freezer" },
+		  "/sys/fs/cgroup/unified" },
+		{ "hybrid-comount",
+		  comount_mountinfo,
+		  comount_cgroup,
+		  AB_CGROUP_HYBRID,
+		  { "/sys/fs/cgroup/memory/user.slice/user-0.slice/session-1.scope",
+		    "/sys/fs/cgroup/pids/user.slice/user-0.slice/session-1.scope",
+		    "/sys/fs/cgroup/cpu,cpuacct/user.slice",
+		    "/sys/fs/cgroup/cpu,cpuacct/user.slice", "/sys/fs/cgroup/freezer" },
+		  "/sys/fs/cgroup/unified/user.slice/user-0.slice/session-1.scope" },
+		{ "v2",
+		  v2_mountinfo,
+		  v2_cgroup,
+		  AB_CGROUP_V2,
+		  { NULL },
+		  "/sys/fs/cgroup/user.slice/x" },
+		{ "v2-cgroupns",
+		  v2_mountinfo,
+		  v2ns_cgroup,
+		  AB_CGROUP_V2,
+		  { NULL },
+		  "/sys/fs/cgroup" },
+		{ "v1-docker",
+		  docker_v1_mountinfo,
+		  docker_v1_cgroup,
+		  AB_CGROUP_V1,
+		  { "/sys/fs/cgroup/memory/sub", "/sys/fs/cgroup/pids", NULL, NULL, NULL },
+		  NULL },
+		{ "unreachable",
+		  docker_v1_mountinfo,
+		  unreachable_cgroup,
+		  AB_CGROUP_NONE,
+		  { NULL },
+		  NULL },
+		{ "v2-named-v1",
+		  "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+		  "2 1 0:2 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n",
+		  "1:name=systemd:/\n0::/a\n",
+		  AB_CGROUP_V2,
+		  { NULL },
+		  "/sys/fs/cgroup/a" },
+		{ "nothing",
+		  "23 1 0:21 / /sys rw - sysfs sysfs rw\n",
+		  "0::/\n",
+		  AB_CGROUP_NONE,
+		  { NULL },
+		  NULL },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -320,10 +363,10 @@ test_oom_control (void **state)
 		bool has_oom_kill, under_oom;
 		uint64_t oom_kill;
 	} cases[] = {
-		{"oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", true, false, 0},
-		{"oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", true, false, 3},
-		{"oom_kill_disable 1\nunder_oom 1\n", false, true, 0}, /* Linux < 4.13 */
-		{"oom_kill_disable 0\nunder_oom 0\n", false, false, 0},
+		{ "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", true, false, 0 },
+		{ "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", true, false, 3 },
+		{ "oom_kill_disable 1\nunder_oom 1\n", false, true, 0 }, /* Linux < 4.13 */
+		{ "oom_kill_disable 0\nunder_oom 0\n", false, false, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -339,9 +382,12 @@ test_oom_control (void **state)
 static void
 test_bad_input (void **state)
 {
-	static const char *const bad_ids[] = {"", "a/b", "x y", "semi;colon", "nul\n",
-	                                      "0123456789012345678901234567890123456789012345678901234567890123456789"};
-	struct ab_limits_s lim = {.cpu_millis = 5};
+	static const char *const bad_ids[] = {
+		"",      "a/b",
+		"x y",   "semi;colon",
+		"nul\n", "0123456789012345678901234567890123456789012345678901234567890123456789"
+	};
+	struct ab_limits_s lim = { .cpu_millis = 5 };
 	ab_cgroup_t *cg = NULL;
 
 	for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
@@ -445,7 +491,7 @@ need_root (void)
 static void
 make_id (char *buf, size_t size, const char *what)
 {
-	snprintf (buf, size, "t%d-%s", (int) getpid (), what);
+	snprintf (buf, size, "t%d-%s", (int)getpid (), what);
 }
 
 static bool
@@ -453,7 +499,7 @@ fs_is (const char *path, long magic)
 {
 	struct statfs s;
 
-	return statfs (path, &s) == 0 && (long) s.f_type == magic;
+	return statfs (path, &s) == 0 && (long)s.f_type == magic;
 }
 
 static void
@@ -559,7 +605,8 @@ create_or_fail (const char *what, const struct ab_limits_s *lim, unsigned flags,
 	if (drv == NULL && flags == 0)
 		rc = ab_cgroup_create (id, lim, &cg, &err);
 	else
-		rc = ab_cgroup_create_with (drv ? drv : &ab_cgroup_driver_v1, id, lim, flags, &cg, &err);
+		rc = ab_cgroup_create_with (drv ? drv : &ab_cgroup_driver_v1, id, lim, flags, &cg,
+		                            &err);
 	if (rc < 0)
 		fail_msg ("create %s: %s", id, err.msg);
 	track (cg);
@@ -569,7 +616,7 @@ create_or_fail (const char *what, const struct ab_limits_s *lim, unsigned flags,
 static void
 test_create_limits (void **state)
 {
-	struct ab_limits_s lim = {.memory_bytes = 64 * MiB, .pids = 77, .cpu_millis = 1500};
+	struct ab_limits_s lim = { .memory_bytes = 64 * MiB, .pids = 77, .cpu_millis = 1500 };
 	ab_cgroup_t *cg;
 
 	if (!need_root ())
@@ -578,7 +625,8 @@ test_create_limits (void **state)
 	if (cg->drv == &ab_cgroup_driver_v1) {
 		assert_file (dir_of (cg, AB_CG_MEMORY), "memory.limit_in_bytes", "67108864");
 		if (cg->memory_swap)
-			assert_file (dir_of (cg, AB_CG_MEMORY), "memory.memsw.limit_in_bytes", "67108864");
+			assert_file (dir_of (cg, AB_CG_MEMORY), "memory.memsw.limit_in_bytes",
+			             "67108864");
 		else
 			assert_file (dir_of (cg, AB_CG_MEMORY), "memory.swappiness", "0");
 		assert_file (dir_of (cg, AB_CG_PIDS), "pids.max", "77");
@@ -597,7 +645,7 @@ test_create_limits (void **state)
 static void
 test_no_limits_writes_nothing (void **state)
 {
-	struct ab_limits_s lim = {0};
+	struct ab_limits_s lim = { 0 };
 	ab_cgroup_t *cg;
 
 	if (!need_root ())
@@ -608,7 +656,8 @@ test_no_limits_writes_nothing (void **state)
 		char buf[64];
 		read_text (dir_of (cg, AB_CG_MEMORY), "memory.limit_in_bytes", buf, sizeof buf);
 		assert_true (strtoull (buf, NULL, 10) > (1ull << 60));
-		assert_int_equal (cg->ctrl[AB_CG_PIDS], -1); /* no pids group without a pids limit */
+		assert_int_equal (cg->ctrl[AB_CG_PIDS],
+		                  -1); /* no pids group without a pids limit */
 	}
 	destroy_and_check_gone (cg);
 }
@@ -625,7 +674,8 @@ child_main (int go, enum child_act act)
 	switch (act) {
 	case ACT_ALLOC: {
 		size_t size = 256 * MiB;
-		char *p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		                0);
 		if (p == MAP_FAILED)
 			_exit (101);
 		for (size_t i = 0; i < size; i += 4096)
@@ -649,8 +699,7 @@ child_main (int go, enum child_act act)
 		for (;;)
 			if (fork () < 0)
 				usleep (100);
-	case ACT_PAUSE:
-		break;
+	case ACT_PAUSE: break;
 	}
 	for (;;)
 		pause ();
@@ -696,7 +745,7 @@ assert_killed (pid_t pid)
 	assert_int_equal (waitpid (pid, &status, 0), pid);
 	untrack_pid (pid);
 	if (!WIFSIGNALED (status) || WTERMSIG (status) != SIGKILL)
-		fail_msg ("child %d: status 0x%x, want SIGKILL", (int) pid, status);
+		fail_msg ("child %d: status 0x%x, want SIGKILL", (int)pid, status);
 }
 
 static void
@@ -706,7 +755,7 @@ assert_in_group (pid_t pid, const ab_cgroup_t *cg)
 	FILE *f;
 	size_t n, hits = 0;
 
-	snprintf (path, sizeof path, "/proc/%d/cgroup", (int) pid);
+	snprintf (path, sizeof path, "/proc/%d/cgroup", (int)pid);
 	f = fopen (path, "r");
 	assert_non_null (f);
 	n = fread (buf, 1, sizeof buf - 1, f);
@@ -715,13 +764,14 @@ assert_in_group (pid_t pid, const ab_cgroup_t *cg)
 	for (char *p = buf; (p = strstr (p, cg->name)) != NULL; p++)
 		hits++;
 	if (hits != cg->n_dirs)
-		fail_msg ("%d is in %zu of the %zu groups:\n%s", (int) pid, hits, cg->n_dirs, buf);
+		fail_msg ("%d is in %zu of the %zu groups:\n%s", (int)pid, hits, cg->n_dirs, buf);
 }
 
 static void
 kill_test (const char *what, unsigned flags, const struct ab_cgroup_driver_s *drv)
 {
-	struct ab_limits_s lim = {.memory_bytes = drv == &ab_cgroup_driver_v2 ? 0 : 256 * MiB, .pids = drv == &ab_cgroup_driver_v2 ? 0 : 64};
+	struct ab_limits_s lim = { .memory_bytes = drv == &ab_cgroup_driver_v2 ? 0 : 256 * MiB,
+		                   .pids = drv == &ab_cgroup_driver_v2 ? 0 : 64 };
 	ab_cgroup_t *cg = create_or_fail (what, &lim, flags, drv);
 	struct ab_cgroup_stats_s st;
 	ab_error_t err = AB_ERROR_INIT;
@@ -751,7 +801,7 @@ test_kill (void **state)
 static void
 bomb_test (const char *what, unsigned flags, bool explicit_kill)
 {
-	struct ab_limits_s lim = {.memory_bytes = 256 * MiB, .pids = 32};
+	struct ab_limits_s lim = { .memory_bytes = 256 * MiB, .pids = 32 };
 	ab_cgroup_t *cg = create_or_fail (what, &lim, flags, flags ? &ab_cgroup_driver_v1 : NULL);
 	ab_error_t err = AB_ERROR_INIT;
 	pid_t pid = spawn_in (cg, ACT_BOMB);
@@ -841,7 +891,7 @@ test_v2_missing_controller (void **state)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	const struct ab_cg_layout_s *l = ab_cg_layout_get (&err);
-	struct ab_limits_s lim = {.memory_bytes = 64 * MiB};
+	struct ab_limits_s lim = { .memory_bytes = 64 * MiB };
 	char controllers[256], id[64], path[512];
 	ab_cgroup_t *cg = NULL;
 
@@ -862,7 +912,7 @@ test_v2_missing_controller (void **state)
 static void
 test_oom (void **state)
 {
-	struct ab_limits_s lim = {.memory_bytes = 32 * MiB, .pids = 16};
+	struct ab_limits_s lim = { .memory_bytes = 32 * MiB, .pids = 16 };
 	struct ab_cgroup_stats_s st;
 	ab_error_t err = AB_ERROR_INIT;
 	ab_cgroup_t *cg;
@@ -875,7 +925,7 @@ test_oom (void **state)
 	assert_killed (pid);
 	assert_int_equal (ab_cgroup_stats (cg, &st, &err), 0);
 	print_message ("oom_killed=%d peak=%llu cpu_ns=%llu\n", st.oom_killed,
-	               (unsigned long long) st.peak_memory, (unsigned long long) st.cpu_ns);
+	               (unsigned long long)st.peak_memory, (unsigned long long)st.cpu_ns);
 	assert_true (st.oom_killed);
 	assert_true (st.peak_memory >= 24 * MiB);
 	assert_true (st.peak_memory <= 33 * MiB);
@@ -946,7 +996,7 @@ leave_behind (const char *id, bool busy)
 		ab_cgroup_t *cg;
 		ab_error_t e = AB_ERROR_INIT;
 		pid_t g;
-		struct ab_limits_s lim = {.memory_bytes = 64 * MiB, .pids = 8};
+		struct ab_limits_s lim = { .memory_bytes = 64 * MiB, .pids = 8 };
 		if (ab_cgroup_create (id, &lim, &cg, &e) < 0)
 			_exit (1);
 		if (busy) {
@@ -998,7 +1048,7 @@ test_sweep (void **state)
 	if (ab_cgroup_sweep_stale (&err) < 0)
 		fail_msg ("sweep: %s", err.msg);
 	assert_int_equal (count_dirs (stale), 0);
-	assert_true (count_dirs (busy) > 0);    /* a live process: untouched */
+	assert_true (count_dirs (busy) > 0);                /* a live process: untouched */
 	assert_int_equal (count_dirs (held), live->n_dirs); /* locked: untouched */
 
 	/* Once the survivor is gone, the next sweep takes the rest. */

@@ -19,79 +19,118 @@
 /* ---- configuration --------------------------------------------------------- */
 
 #define UP(name, url) "{\"name\": \"" name "\", \"baseUrl\": \"" url "\"}"
-#define DOC(ups) "{\"threadToken\": \"tok\", \"upstreams\": [" ups "]}"
+#define DOC(ups)      "{\"threadToken\": \"tok\", \"upstreams\": [" ups "]}"
 
 static const struct {
 	const char *doc;
 	bool ok;
 } config_cases[] = {
-	{DOC (""), true},
-	{DOC (UP ("a", "https://api.example.com")), true},
-	{DOC (UP ("A9_.-z", "https://api.example.com/v1/")), true},
-	{DOC (UP ("a", "https://127.0.0.1:8443")), true},
-	{DOC (UP ("a", "https://[::1]:8443/x")), true},
-	{DOC (UP ("a", "http://127.0.0.1:8080")), true},
-	{DOC (UP ("a", "http://127.9.9.9")), true},
-	{DOC (UP ("a", "http://[::1]:1")), true},
-	{DOC (UP ("a", "http://localhost:1")), true},
-	{DOC (UP ("a", "https://a.example") "," UP ("b", "https://b.example")), true},
+	{ DOC (""), true },
+	{ DOC (UP ("a", "https://api.example.com")), true },
+	{ DOC (UP ("A9_.-z", "https://api.example.com/v1/")), true },
+	{ DOC (UP ("a", "https://127.0.0.1:8443")), true },
+	{ DOC (UP ("a", "https://[::1]:8443/x")), true },
+	{ DOC (UP ("a", "http://127.0.0.1:8080")), true },
+	{ DOC (UP ("a", "http://127.9.9.9")), true },
+	{ DOC (UP ("a", "http://[::1]:1")), true },
+	{ DOC (UP ("a", "http://localhost:1")), true },
+	{ DOC (UP ("a", "https://a.example") "," UP ("b", "https://b.example")), true },
 	/* names */
-	{DOC (UP ("", "https://a.example")), false},
-	{DOC (UP ("_a", "https://a.example")), false},
-	{DOC (UP (".a", "https://a.example")), false},
-	{DOC (UP ("a b", "https://a.example")), false},
-	{DOC (UP ("a/b", "https://a.example")), false},
-	{DOC (UP ("a%b", "https://a.example")), false},
-	{DOC (UP ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "https://a.example")), true},
-	{DOC (UP ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "https://a.example")), false},
-	{DOC (UP ("a", "https://a.example") "," UP ("a", "https://b.example")), false},
+	{ DOC (UP ("", "https://a.example")), false },
+	{ DOC (UP ("_a", "https://a.example")), false },
+	{ DOC (UP (".a", "https://a.example")), false },
+	{ DOC (UP ("a b", "https://a.example")), false },
+	{ DOC (UP ("a/b", "https://a.example")), false },
+	{ DOC (UP ("a%b", "https://a.example")), false },
+	{ DOC (UP ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	           "https://a.example")),
+	  true },
+	{ DOC (UP ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	           "https://a.example")),
+	  false },
+	{ DOC (UP ("a", "https://a.example") "," UP ("a", "https://b.example")), false },
 	/* base URLs */
-	{DOC (UP ("a", "http://api.example.com")), false},
-	{DOC (UP ("a", "http://10.0.0.1")), false},
-	{DOC (UP ("a", "ftp://a.example")), false},
-	{DOC (UP ("a", "https://")), false},
-	{DOC (UP ("a", "https://u@a.example")), false},
-	{DOC (UP ("a", "https://a.example/?q=1")), false},
-	{DOC (UP ("a", "https://a.example/#f")), false},
-	{DOC (UP ("a", "https://a.example:0")), false},
-	{DOC (UP ("a", "https://a.example:99999")), false},
-	{DOC (UP ("a", "https://0x7f.1")), false},
-	{DOC (UP ("a", "https://a.example/sp ace")), false},
-	{DOC ("{\"name\": \"a\"}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": 5}"), false},
-	{DOC ("\"a\""), false},
+	{ DOC (UP ("a", "http://api.example.com")), false },
+	{ DOC (UP ("a", "http://10.0.0.1")), false },
+	{ DOC (UP ("a", "ftp://a.example")), false },
+	{ DOC (UP ("a", "https://")), false },
+	{ DOC (UP ("a", "https://u@a.example")), false },
+	{ DOC (UP ("a", "https://a.example/?q=1")), false },
+	{ DOC (UP ("a", "https://a.example/#f")), false },
+	{ DOC (UP ("a", "https://a.example:0")), false },
+	{ DOC (UP ("a", "https://a.example:99999")), false },
+	{ DOC (UP ("a", "https://0x7f.1")), false },
+	{ DOC (UP ("a", "https://a.example/sp ace")), false },
+	{ DOC ("{\"name\": \"a\"}"), false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": 5}"), false },
+	{ DOC ("\"a\""), false },
 	/* inject and strip */
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x-api-key\", \"value\": \"v\"}]}"), true},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"authorization\", \"value\": \"Bearer v\"}]}"), true},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \"\"}]}"), true},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \"a\\nb\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \"a\\rb\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \"a\\u0000b\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \" lead\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\", \"value\": \"\\u00e9\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x y\", \"value\": \"v\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x:\", \"value\": \"v\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"Host\", \"value\": \"v\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"transfer-encoding\", \"value\": \"v\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"Connection\", \"value\": \"v\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": \"x\"}]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": {}}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [\"x\"]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": [\"x-a\", \"Cookie\"]}"), true},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": [\"x a\"]}"), false},
-	{DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": \"x\"}"), false},
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x-api-key\", \"value\": \"v\"}]}"),
+	  true },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"authorization\", \"value\": \"Bearer v\"}]}"),
+	  true },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \"\"}]}"),
+	  true },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \"a\\nb\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \"a\\rb\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \"a\\u0000b\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \" lead\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\", \"value\": \"\\u00e9\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x y\", \"value\": \"v\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x:\", \"value\": \"v\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"Host\", \"value\": \"v\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"transfer-encoding\", \"value\": \"v\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"Connection\", \"value\": \"v\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [{\"header\": "
+	       "\"x\"}]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": {}}"), false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"inject\": [\"x\"]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": "
+	       "[\"x-a\", \"Cookie\"]}"),
+	  true },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": "
+	       "[\"x a\"]}"),
+	  false },
+	{ DOC ("{\"name\": \"a\", \"baseUrl\": \"https://a.example\", \"stripRequestHeaders\": "
+	       "\"x\"}"),
+	  false },
 	/* the document */
-	{"", false},
-	{"[]", false},
-	{"{}", false},
-	{"{\"threadToken\": \"tok\"}", false},
-	{"{\"threadToken\": \"\", \"upstreams\": []}", false},
-	{"{\"threadToken\": \"a b\", \"upstreams\": []}", false},
-	{"{\"threadToken\": 5, \"upstreams\": []}", false},
-	{"{\"threadToken\": \"tok\", \"upstreams\": null}", false},
-	{"{\"threadToken\": \"tok\", \"upstreams\": [], \"threadToken\": \"x\"}", false},
-	{"{\"threadToken\": \"tok\", \"upstreams\": [], \"future\": {\"x\": 1}}", true},
-	{"{\"threadToken\": \"tok\", \"upstreams\": []} trailing", false},
+	{ "", false },
+	{ "[]", false },
+	{ "{}", false },
+	{ "{\"threadToken\": \"tok\"}", false },
+	{ "{\"threadToken\": \"\", \"upstreams\": []}", false },
+	{ "{\"threadToken\": \"a b\", \"upstreams\": []}", false },
+	{ "{\"threadToken\": 5, \"upstreams\": []}", false },
+	{ "{\"threadToken\": \"tok\", \"upstreams\": null}", false },
+	{ "{\"threadToken\": \"tok\", \"upstreams\": [], \"threadToken\": \"x\"}", false },
+	{ "{\"threadToken\": \"tok\", \"upstreams\": [], \"future\": {\"x\": 1}}", true },
+	{ "{\"threadToken\": \"tok\", \"upstreams\": []} trailing", false },
 };
 
 static void
@@ -116,11 +155,11 @@ static void
 test_config_contents (void **state)
 {
 	static const char doc[] =
-		"{\"threadToken\": \"tok-123\", \"upstreams\": ["
-		"{\"name\": \"b\", \"baseUrl\": \"https://API.example.com:443/v1//\","
-		" \"inject\": [{\"header\": \"x-api-key\", \"value\": \"SECRET\"}],"
-		" \"stripRequestHeaders\": [\"x-a\"]},"
-		"{\"name\": \"a\", \"baseUrl\": \"https://[::1]:8443\"}]}";
+	        "{\"threadToken\": \"tok-123\", \"upstreams\": ["
+	        "{\"name\": \"b\", \"baseUrl\": \"https://API.example.com:443/v1//\","
+	        " \"inject\": [{\"header\": \"x-api-key\", \"value\": \"SECRET\"}],"
+	        " \"stripRequestHeaders\": [\"x-a\"]},"
+	        "{\"name\": \"a\", \"baseUrl\": \"https://[::1]:8443\"}]}";
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_cred_config_s *c = ab_cred_config_parse (doc, strlen (doc), &err);
 	const struct ab_cred_upstream_s *u;
@@ -176,46 +215,46 @@ static const struct {
 	const char *rest;
 	const char *query;
 } target_cases[] = {
-	{"/openai/v1/chat", AB_CP_TARGET_OK, "openai", "/v1/chat", ""},
-	{"/openai", AB_CP_TARGET_OK, "openai", "", ""},
-	{"/openai/", AB_CP_TARGET_OK, "openai", "/", ""},
-	{"/openai?x=1", AB_CP_TARGET_OK, "openai", "", "?x=1"},
-	{"/openai/v1?x=/../&y=%2e%2e", AB_CP_TARGET_OK, "openai", "/v1", "?x=/../&y=%2e%2e"},
-	{"/", AB_CP_TARGET_OK, "", "", ""},
-	{"/%6fpenai/v1", AB_CP_TARGET_OK, "openai", "/v1", ""},
-	{"/a%2fb/c", AB_CP_TARGET_OK, "a/b", "/c", ""},
-	{"/openai/v1/...", AB_CP_TARGET_OK, "openai", "/v1/...", ""},
-	{"/openai/v1/.x/x./a..b", AB_CP_TARGET_OK, "openai", "/v1/.x/x./a..b", ""},
-	{"/openai//v1", AB_CP_TARGET_OK, "openai", "//v1", ""},
+	{ "/openai/v1/chat", AB_CP_TARGET_OK, "openai", "/v1/chat", "" },
+	{ "/openai", AB_CP_TARGET_OK, "openai", "", "" },
+	{ "/openai/", AB_CP_TARGET_OK, "openai", "/", "" },
+	{ "/openai?x=1", AB_CP_TARGET_OK, "openai", "", "?x=1" },
+	{ "/openai/v1?x=/../&y=%2e%2e", AB_CP_TARGET_OK, "openai", "/v1", "?x=/../&y=%2e%2e" },
+	{ "/", AB_CP_TARGET_OK, "", "", "" },
+	{ "/%6fpenai/v1", AB_CP_TARGET_OK, "openai", "/v1", "" },
+	{ "/a%2fb/c", AB_CP_TARGET_OK, "a/b", "/c", "" },
+	{ "/openai/v1/...", AB_CP_TARGET_OK, "openai", "/v1/...", "" },
+	{ "/openai/v1/.x/x./a..b", AB_CP_TARGET_OK, "openai", "/v1/.x/x./a..b", "" },
+	{ "/openai//v1", AB_CP_TARGET_OK, "openai", "//v1", "" },
 	/* traversal, every spelling */
-	{"/openai/../x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/./x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/..", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/.", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/..", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/./openai", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/%2e%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/%2E%2E/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/.%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/%2e./x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/a%2f..%2fb", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/a%2F%2e%2e", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/..%5cx", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/a\\..\\b", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/openai/..?x=1", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
-	{"/%2e%2e/openai", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL},
+	{ "/openai/../x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/./x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/..", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/.", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/..", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/./openai", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/%2e%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/%2E%2E/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/.%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/%2e./x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/%2e/x", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/a%2f..%2fb", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/a%2F%2e%2e", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/..%5cx", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/a\\..\\b", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/openai/..?x=1", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
+	{ "/%2e%2e/openai", AB_CP_TARGET_TRAVERSAL, NULL, NULL, NULL },
 	/* malformed */
-	{"", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"openai/v1", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"http://x/openai", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"*", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/openai/%zz", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/openai/%2", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/openai/%", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/openai/a%00b", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/open%zzai", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
-	{"/openai#frag", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL},
+	{ "", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "openai/v1", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "http://x/openai", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "*", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/openai/%zz", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/openai/%2", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/openai/%", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/openai/a%00b", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/open%zzai", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
+	{ "/openai#frag", AB_CP_TARGET_MALFORMED, NULL, NULL, NULL },
 };
 
 static void
@@ -231,13 +270,13 @@ test_targets (void **state)
 		if (v != AB_CP_TARGET_OK)
 			continue;
 		assert_string_equal (t.name, target_cases[i].name);
-		if (t.rest_len != strlen (target_cases[i].rest) ||
-		    memcmp (t.rest, target_cases[i].rest, t.rest_len) != 0)
-			fail_msg ("'%s': rest '%.*s', want '%s'", s, (int) t.rest_len, t.rest,
+		if (t.rest_len != strlen (target_cases[i].rest)
+		    || memcmp (t.rest, target_cases[i].rest, t.rest_len) != 0)
+			fail_msg ("'%s': rest '%.*s', want '%s'", s, (int)t.rest_len, t.rest,
 			          target_cases[i].rest);
-		if (t.query_len != strlen (target_cases[i].query) ||
-		    memcmp (t.query, target_cases[i].query, t.query_len) != 0)
-			fail_msg ("'%s': query '%.*s', want '%s'", s, (int) t.query_len, t.query,
+		if (t.query_len != strlen (target_cases[i].query)
+		    || memcmp (t.query, target_cases[i].query, t.query_len) != 0)
+			fail_msg ("'%s': query '%.*s', want '%s'", s, (int)t.query_len, t.query,
 			          target_cases[i].query);
 	}
 }
@@ -245,7 +284,7 @@ test_targets (void **state)
 /* ---- heads ------------------------------------------------------------------ */
 
 static struct ab_http_field_s fields[100];
-static const struct ab_http_limits_s limits = {.max_head = 65536, .max_fields = 100};
+static const struct ab_http_limits_s limits = { .max_head = 65536, .max_fields = 100 };
 
 static void
 parse_head (const char *raw, struct ab_http_head_s *h)
@@ -262,18 +301,18 @@ static const struct {
 	bool ok;
 	const char *token;
 } bearer_cases[] = {
-	{"Authorization: Bearer abc\r\n", true, "abc"},
-	{"authorization: bearer abc\r\n", true, "abc"},
-	{"AUTHORIZATION: BEARER   abc\r\n", true, "abc"},
-	{"Authorization: Bearer a b\r\n", true, "a b"},
-	{"", false, NULL},
-	{"Authorization: Basic abc\r\n", false, NULL},
-	{"Authorization: Bearer\r\n", false, NULL},
-	{"Authorization: Bearer \r\n", false, NULL},
-	{"Authorization: Bearerabc\r\n", false, NULL},
-	{"Authorization: abc\r\n", false, NULL},
-	{"Authorization: Bearer abc\r\nAuthorization: Bearer abc\r\n", false, NULL},
-	{"X-Authorization: Bearer abc\r\n", false, NULL},
+	{ "Authorization: Bearer abc\r\n", true, "abc" },
+	{ "authorization: bearer abc\r\n", true, "abc" },
+	{ "AUTHORIZATION: BEARER   abc\r\n", true, "abc" },
+	{ "Authorization: Bearer a b\r\n", true, "a b" },
+	{ "", false, NULL },
+	{ "Authorization: Basic abc\r\n", false, NULL },
+	{ "Authorization: Bearer\r\n", false, NULL },
+	{ "Authorization: Bearer \r\n", false, NULL },
+	{ "Authorization: Bearerabc\r\n", false, NULL },
+	{ "Authorization: abc\r\n", false, NULL },
+	{ "Authorization: Bearer abc\r\nAuthorization: Bearer abc\r\n", false, NULL },
+	{ "X-Authorization: Bearer abc\r\n", false, NULL },
 };
 
 static void
@@ -286,13 +325,16 @@ test_bearer (void **state)
 		size_t len = 0;
 		bool ok;
 
-		snprintf (raw, sizeof raw, "GET / HTTP/1.1\r\nHost: x\r\n%s\r\n", bearer_cases[i].fields);
+		snprintf (raw, sizeof raw, "GET / HTTP/1.1\r\nHost: x\r\n%s\r\n",
+		          bearer_cases[i].fields);
 		parse_head (raw, &h);
 		ok = ab_cp_bearer (&h, &tok, &len);
 		if (ok != bearer_cases[i].ok)
 			fail_msg ("case %zu: got %d", i, ok);
-		if (ok && (len != strlen (bearer_cases[i].token) || memcmp (tok, bearer_cases[i].token, len)))
-			fail_msg ("case %zu: token '%.*s'", i, (int) len, tok);
+		if (ok
+		    && (len != strlen (bearer_cases[i].token)
+		        || memcmp (tok, bearer_cases[i].token, len)))
+			fail_msg ("case %zu: token '%.*s'", i, (int)len, tok);
 	}
 }
 
@@ -300,41 +342,38 @@ static void
 test_build_request (void **state)
 {
 	static const char doc[] =
-		"{\"threadToken\": \"tok-0123456789\", \"upstreams\": ["
-		"{\"name\": \"up\", \"baseUrl\": \"https://api.example.com:8443/v1\","
-		" \"inject\": [{\"header\": \"x-api-key\", \"value\": \"SECRET\"}],"
-		" \"stripRequestHeaders\": [\"X-Strip\"]},"
-		"{\"name\": \"root\", \"baseUrl\": \"http://127.0.0.1\"}]}";
-	static const char raw[] =
-		"POST /up/messages?stream=1 HTTP/1.1\r\n"
-		"Host: 127.0.0.1:8288\r\n"
-		"Authorization: Bearer tok-0123456789\r\n"
-		"X-Api-Key: client\r\n"
-		"x-strip: 1\r\n"
-		"Connection: keep-alive, x-hop\r\n"
-		"x-hop: 1\r\n"
-		"Proxy-Authorization: Basic eA==\r\n"
-		"x-leak: a tok-0123456789 b\r\n"
-		"Content-Type: application/json\r\n"
-		"Content-Length: 2\r\n"
-		"\r\n";
-	static const char want[] =
-		"POST /v1/messages?stream=1 HTTP/1.1\r\n"
-		"Host: api.example.com:8443\r\n"
-		"Content-Type: application/json\r\n"
-		"x-api-key: SECRET\r\n"
-		"Content-Length: 2\r\n"
-		"\r\n";
-	static const char want_abs[] =
-		"GET http://127.0.0.1/ HTTP/1.1\r\n"
-		"Host: 127.0.0.1\r\n"
-		"Proxy-Authorization: Basic dTpw\r\n"
-		"\r\n";
+	        "{\"threadToken\": \"tok-0123456789\", \"upstreams\": ["
+	        "{\"name\": \"up\", \"baseUrl\": \"https://api.example.com:8443/v1\","
+	        " \"inject\": [{\"header\": \"x-api-key\", \"value\": \"SECRET\"}],"
+	        " \"stripRequestHeaders\": [\"X-Strip\"]},"
+	        "{\"name\": \"root\", \"baseUrl\": \"http://127.0.0.1\"}]}";
+	static const char raw[] = "POST /up/messages?stream=1 HTTP/1.1\r\n"
+	                          "Host: 127.0.0.1:8288\r\n"
+	                          "Authorization: Bearer tok-0123456789\r\n"
+	                          "X-Api-Key: client\r\n"
+	                          "x-strip: 1\r\n"
+	                          "Connection: keep-alive, x-hop\r\n"
+	                          "x-hop: 1\r\n"
+	                          "Proxy-Authorization: Basic eA==\r\n"
+	                          "x-leak: a tok-0123456789 b\r\n"
+	                          "Content-Type: application/json\r\n"
+	                          "Content-Length: 2\r\n"
+	                          "\r\n";
+	static const char want[] = "POST /v1/messages?stream=1 HTTP/1.1\r\n"
+	                           "Host: api.example.com:8443\r\n"
+	                           "Content-Type: application/json\r\n"
+	                           "x-api-key: SECRET\r\n"
+	                           "Content-Length: 2\r\n"
+	                           "\r\n";
+	static const char want_abs[] = "GET http://127.0.0.1/ HTTP/1.1\r\n"
+	                               "Host: 127.0.0.1\r\n"
+	                               "Proxy-Authorization: Basic dTpw\r\n"
+	                               "\r\n";
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_cred_config_s *c = ab_cred_config_parse (doc, strlen (doc), &err);
 	struct ab_http_head_s h;
 	struct ab_cp_target_s t;
-	struct ab_iobuf_s b = {0};
+	struct ab_iobuf_s b = { 0 };
 
 	assert_non_null (c);
 	parse_head (raw, &h);
@@ -346,8 +385,7 @@ test_build_request (void **state)
 
 	parse_head ("GET /root HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n", &h);
 	assert_int_equal (ab_cp_parse_target (h.target, h.target_len, &t), AB_CP_TARGET_OK);
-	ab_cp_build_request (&b, &h, c, ab_cred_config_find (c, "root", 4), &t, true,
-	                     "Basic dTpw");
+	ab_cp_build_request (&b, &h, c, ab_cred_config_find (c, "root", 4), &t, true, "Basic dTpw");
 	ab_iobuf_append (&b, "", 1);
 	assert_string_equal (ab_iobuf_peek (&b), want_abs);
 	ab_iobuf_free (&b);
@@ -357,8 +395,9 @@ test_build_request (void **state)
 	assert_int_equal (ab_cp_parse_target (h.target, h.target_len, &t), AB_CP_TARGET_OK);
 	ab_cp_build_request (&b, &h, c, ab_cred_config_find (c, "up", 2), &t, false, NULL);
 	ab_iobuf_append (&b, "", 1);
-	assert_string_equal (ab_iobuf_peek (&b), "PUT /v1 HTTP/1.1\r\nHost: api.example.com:8443\r\n"
-	                                         "x-api-key: SECRET\r\nTransfer-Encoding: chunked\r\n\r\n");
+	assert_string_equal (ab_iobuf_peek (&b),
+	                     "PUT /v1 HTTP/1.1\r\nHost: api.example.com:8443\r\n"
+	                     "x-api-key: SECRET\r\nTransfer-Encoding: chunked\r\n\r\n");
 	ab_iobuf_free (&b);
 	ab_cred_config_unref (c);
 }

@@ -39,11 +39,17 @@ struct hp_row_s {
 	bool has_port;
 };
 
-#define OK(in, host, kind, port, has) {in, host, NULL, kind, port, has}
-#define BAD(in, error) {in, NULL, error, 0, 0, false}
+#define OK(in, host, kind, port, has)                                                              \
+	{                                                                                          \
+		in, host, NULL, kind, port, has                                                    \
+	}
+#define BAD(in, error)                                                                             \
+	{                                                                                          \
+		in, NULL, error, 0, 0, false                                                       \
+	}
 #define NAME AB_HOST_NAME
-#define V4 AB_HOST_IPV4
-#define V6 AB_HOST_IPV6
+#define V4   AB_HOST_IPV4
+#define V6   AB_HOST_IPV6
 
 static const struct hp_row_s hp_rows[] = {
 	/* names: case, trailing dot, labels */
@@ -177,12 +183,20 @@ static const struct hp_row_s hp_rows[] = {
 	BAD ("exa\\mple.com", "invalid host"),
 	BAD ("example.com,evil.com", "invalid host"),
 	BAD ("ex\"ample.com", "invalid host"),
-	BAD ("ex\x7f" "ample.com", "invalid host"),
-	BAD ("ex\x01" "ample.com", "invalid host"),
+	BAD ("ex\x7f"
+	     "ample.com",
+	     "invalid host"),
+	BAD ("ex\x01"
+	     "ample.com",
+	     "invalid host"),
 	BAD ("ex\xc3\xa4mple.com:80", "non-ASCII host"),
-	BAD ("\xe2\x80\x8b" "example.com", "non-ASCII host"),
+	BAD ("\xe2\x80\x8b"
+	     "example.com",
+	     "non-ASCII host"),
 	BAD ("example.xn--p1ai\xd1\x80", "non-ASCII host"),
-	BAD ("ex\xef\xbc\x8e" "ample.com", "non-ASCII host"),
+	BAD ("ex\xef\xbc\x8e"
+	     "ample.com",
+	     "non-ASCII host"),
 	BAD ("\xff", "non-ASCII host"),
 };
 
@@ -195,7 +209,8 @@ check_hp_row (const struct hp_row_s *row)
 
 	if (!row->host) {
 		if (r == 0)
-			fail_msg ("'%s' should be refused (%s), got host '%s'", row->in, row->error, hp.host);
+			fail_msg ("'%s' should be refused (%s), got host '%s'", row->in, row->error,
+			          hp.host);
 		assert_int_equal (err.kind, AB_E_INVALID);
 		if (strcmp (err.msg, row->error) != 0)
 			fail_msg ("'%s': error '%s', expected '%s'", row->in, err.msg, row->error);
@@ -285,47 +300,47 @@ static const struct {
 	const char *text;
 	const char *canonical; /* NULL = refused */
 } pattern_rows[] = {
-	{"example.com", "example.com"},
-	{"EXAMPLE.com.", "example.com"},
-	{"*.example.com", "*.example.com"},
-	{"*.Example.COM.", "*.example.com"},
-	{"*", "*"},
-	{"*:443", "*:443"},
-	{"*:65535", "*:65535"},
-	{"example.com:443", "example.com:443"},
-	{"*.example.com:8443", "*.example.com:8443"},
-	{"127.0.0.1", "127.0.0.1"},
-	{"127.0.0.1:8080", "127.0.0.1:8080"},
-	{"[::1]", "[::1]"},
-	{"[0::1]:8080", "[::1]:8080"},
-	{"*.com", "*.com"},
-	{"registry-1.docker.io:443", "registry-1.docker.io:443"},
-	{"", NULL},
-	{"*.", NULL},
-	{"*.*.example.com", NULL},
-	{"foo.*.com", NULL},
-	{"*example.com", NULL},
-	{"**", NULL},
-	{"*x", NULL},
-	{"*:", NULL},
-	{"*:0", NULL},
-	{"*:65536", NULL},
-	{"*:99999", NULL},
-	{"*:+1", NULL},
-	{"*:1:2", NULL},
-	{"example.com:0", NULL},
-	{"example.com:http", NULL},
-	{"*.127.0.0.1", NULL},
-	{"*.[::1]", NULL},
-	{"*.example.com:-1", NULL},
-	{" example.com", NULL},
-	{"ex\xc3\xa4mple.com", NULL},
-	{"2130706433", NULL},
-	{"127.1", NULL},
-	{"::1", NULL},
-	{"[fe80::1%eth0]", NULL},
-	{".example.com", NULL},
-	{"example.com/", NULL},
+	{ "example.com", "example.com" },
+	{ "EXAMPLE.com.", "example.com" },
+	{ "*.example.com", "*.example.com" },
+	{ "*.Example.COM.", "*.example.com" },
+	{ "*", "*" },
+	{ "*:443", "*:443" },
+	{ "*:65535", "*:65535" },
+	{ "example.com:443", "example.com:443" },
+	{ "*.example.com:8443", "*.example.com:8443" },
+	{ "127.0.0.1", "127.0.0.1" },
+	{ "127.0.0.1:8080", "127.0.0.1:8080" },
+	{ "[::1]", "[::1]" },
+	{ "[0::1]:8080", "[::1]:8080" },
+	{ "*.com", "*.com" },
+	{ "registry-1.docker.io:443", "registry-1.docker.io:443" },
+	{ "", NULL },
+	{ "*.", NULL },
+	{ "*.*.example.com", NULL },
+	{ "foo.*.com", NULL },
+	{ "*example.com", NULL },
+	{ "**", NULL },
+	{ "*x", NULL },
+	{ "*:", NULL },
+	{ "*:0", NULL },
+	{ "*:65536", NULL },
+	{ "*:99999", NULL },
+	{ "*:+1", NULL },
+	{ "*:1:2", NULL },
+	{ "example.com:0", NULL },
+	{ "example.com:http", NULL },
+	{ "*.127.0.0.1", NULL },
+	{ "*.[::1]", NULL },
+	{ "*.example.com:-1", NULL },
+	{ " example.com", NULL },
+	{ "ex\xc3\xa4mple.com", NULL },
+	{ "2130706433", NULL },
+	{ "127.1", NULL },
+	{ "::1", NULL },
+	{ "[fe80::1%eth0]", NULL },
+	{ ".example.com", NULL },
+	{ "example.com/", NULL },
 };
 
 static void
@@ -355,48 +370,48 @@ static const struct {
 	const char *authority; /* default port 443 */
 	bool match;
 } match_rows[] = {
-	{"example.com", "example.com:443", true},
-	{"example.com", "example.com:80", true},
-	{"example.com", "EXAMPLE.COM.:443", true},
-	{"example.com", "www.example.com", false},
-	{"example.com", "badexample.com", false},
-	{"example.com", "example.com.evil.net", false},
-	{"example.com", "example.co", false},
-	{"example.com", "xample.com", false},
-	{"*.example.com", "www.example.com", true},
-	{"*.example.com", "WWW.Example.Com.", true},
-	{"*.example.com", "a.b.example.com:8443", true},
-	{"*.example.com", "example.com", false},
-	{"*.example.com", "badexample.com", false},
-	{"*.example.com", "xexample.com", false},
-	{"*.example.com", "www.example.com.evil.net", false},
-	{"*.example.com", "www-example.com", false},
-	{"*.example.com:443", "www.example.com:443", true},
-	{"*.example.com:443", "www.example.com", true}, /* default port 443 */
-	{"*.example.com:443", "www.example.com:80", false},
-	{"example.com:443", "example.com", true},
-	{"example.com:443", "example.com:443", true},
-	{"example.com:443", "example.com:4430", false},
-	{"example.com:80", "example.com", false},
-	{"*", "example.com", true},
-	{"*", "127.0.0.1:80", true},
-	{"*", "[::1]:1", true},
-	{"*:443", "example.com", true},
-	{"*:443", "example.com:80", false},
-	{"*.com", "example.com", true},
-	{"*.com", "com", false},
-	{"127.0.0.1", "127.0.0.1:80", true},
-	{"127.0.0.1", "127.0.0.2", false},
-	{"127.0.0.1:8080", "127.0.0.1:8080", true},
-	{"127.0.0.1:8080", "127.0.0.1:8081", false},
-	{"[::1]", "[0::1]:80", true},
-	{"[::1]", "[::2]:80", false},
-	{"[::1]:8080", "[::1]:8081", false},
-	{"[::ffff:127.0.0.1]", "[::ffff:7f00:1]", true},
-	{"[::ffff:127.0.0.1]", "127.0.0.1", false},
-	{"1.2.3.4", "1.2.3.4.example.com", false},
-	{"*.example.com", "1.2.3.4", false},
-	{"*.in-addr.arpa", "1.0.0.127.in-addr.arpa", true},
+	{ "example.com", "example.com:443", true },
+	{ "example.com", "example.com:80", true },
+	{ "example.com", "EXAMPLE.COM.:443", true },
+	{ "example.com", "www.example.com", false },
+	{ "example.com", "badexample.com", false },
+	{ "example.com", "example.com.evil.net", false },
+	{ "example.com", "example.co", false },
+	{ "example.com", "xample.com", false },
+	{ "*.example.com", "www.example.com", true },
+	{ "*.example.com", "WWW.Example.Com.", true },
+	{ "*.example.com", "a.b.example.com:8443", true },
+	{ "*.example.com", "example.com", false },
+	{ "*.example.com", "badexample.com", false },
+	{ "*.example.com", "xexample.com", false },
+	{ "*.example.com", "www.example.com.evil.net", false },
+	{ "*.example.com", "www-example.com", false },
+	{ "*.example.com:443", "www.example.com:443", true },
+	{ "*.example.com:443", "www.example.com", true }, /* default port 443 */
+	{ "*.example.com:443", "www.example.com:80", false },
+	{ "example.com:443", "example.com", true },
+	{ "example.com:443", "example.com:443", true },
+	{ "example.com:443", "example.com:4430", false },
+	{ "example.com:80", "example.com", false },
+	{ "*", "example.com", true },
+	{ "*", "127.0.0.1:80", true },
+	{ "*", "[::1]:1", true },
+	{ "*:443", "example.com", true },
+	{ "*:443", "example.com:80", false },
+	{ "*.com", "example.com", true },
+	{ "*.com", "com", false },
+	{ "127.0.0.1", "127.0.0.1:80", true },
+	{ "127.0.0.1", "127.0.0.2", false },
+	{ "127.0.0.1:8080", "127.0.0.1:8080", true },
+	{ "127.0.0.1:8080", "127.0.0.1:8081", false },
+	{ "[::1]", "[0::1]:80", true },
+	{ "[::1]", "[::2]:80", false },
+	{ "[::1]:8080", "[::1]:8081", false },
+	{ "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", true },
+	{ "[::ffff:127.0.0.1]", "127.0.0.1", false },
+	{ "1.2.3.4", "1.2.3.4.example.com", false },
+	{ "*.example.com", "1.2.3.4", false },
+	{ "*.in-addr.arpa", "1.0.0.127.in-addr.arpa", true },
 };
 
 static void
@@ -412,7 +427,8 @@ test_pattern_match (void **state)
 		if (ab_hostport_parse (match_rows[i].authority, 443, &hp, &err) < 0)
 			fail_msg ("authority '%s': %s", match_rows[i].authority, err.msg);
 		if (ab_host_pattern_match (&p, &hp) != match_rows[i].match)
-			fail_msg ("'%s' vs '%s': expected %s", match_rows[i].pattern, match_rows[i].authority,
+			fail_msg ("'%s' vs '%s': expected %s", match_rows[i].pattern,
+			          match_rows[i].authority,
 			          match_rows[i].match ? "match" : "no match");
 	}
 }
@@ -459,30 +475,45 @@ build (const struct setup_s *s)
 	return p;
 }
 
-static const struct setup_s standalone_none = {.deny_groups = 0};
-static const struct setup_s standalone_all = {.deny_groups = ALL};
-static const struct setup_s standalone_all_resolve = {.deny_groups = ALL, .resolve = true};
-static const struct setup_s standalone_loopback = {.deny_groups = L};
-static const struct setup_s standalone_metadata = {.deny_groups = M};
-static const struct setup_s standalone_private = {.deny_groups = P};
-static const struct setup_s standalone_linklocal = {.deny_groups = LL};
+static const struct setup_s standalone_none = { .deny_groups = 0 };
+static const struct setup_s standalone_all = { .deny_groups = ALL };
+static const struct setup_s standalone_all_resolve = { .deny_groups = ALL, .resolve = true };
+static const struct setup_s standalone_loopback = { .deny_groups = L };
+static const struct setup_s standalone_metadata = { .deny_groups = M };
+static const struct setup_s standalone_private = { .deny_groups = P };
+static const struct setup_s standalone_linklocal = { .deny_groups = LL };
 static const struct setup_s standalone_allowlist = {
-	.deny_groups = ALL, .resolve = true, .allow = {"example.com", "*.example.org:443"}};
+	.deny_groups = ALL, .resolve = true, .allow = { "example.com", "*.example.org:443" }
+};
 static const struct setup_s standalone_denylist = {
-	.deny_groups = ALL, .resolve = true, .deny = {"*.evil.com", "bad.example.com", "9.9.9.9"}};
-static const struct setup_s standalone_cidr = {.deny_groups = ALL, .cidrs = {"127.0.0.1/32", "::1/128"}};
-static const struct setup_s standalone_local = {.deny_groups = L, .local = {"8.8.4.4", "10.0.0.5", "2001:4860::5"}};
-static const struct setup_s standalone_local_all = {
-	.deny_groups = ALL, .local = {"8.8.4.4", "10.0.0.5"}, .cidrs = {"8.8.4.4/32"}};
-static const struct setup_s sandbox_default = {.sandbox = true};
-static const struct setup_s sandbox_any = {.sandbox = true, .allow = {"*"}};
-static const struct setup_s sandbox_any_cidr = {.sandbox = true, .allow = {"*"}, .cidrs = {"127.0.0.1/32"}};
-static const struct setup_s sandbox_cidr_only = {.sandbox = true, .cidrs = {"10.0.0.0/8", "fd00::/8"}};
-static const struct setup_s sandbox_sub = {
-	.sandbox = true, .allow = {"*.example.com", "api.example.net:443"}, .deny = {"bad.example.com"}};
-static const struct setup_s sandbox_all_denied = {.sandbox = true, .allow = {"*"}, .deny = {"*"}};
-static const struct setup_s sandbox_literal = {.sandbox = true, .allow = {"10.0.0.1", "8.8.8.8:53"}};
-static const struct setup_s sandbox_local = {.sandbox = true, .allow = {"*"}, .local = {"8.8.4.4"}};
+	.deny_groups = ALL, .resolve = true, .deny = { "*.evil.com", "bad.example.com", "9.9.9.9" }
+};
+static const struct setup_s standalone_cidr = { .deny_groups = ALL,
+	                                        .cidrs = { "127.0.0.1/32", "::1/128" } };
+static const struct setup_s standalone_local = {
+	.deny_groups = L, .local = { "8.8.4.4", "10.0.0.5", "2001:4860::5" }
+};
+static const struct setup_s standalone_local_all = { .deny_groups = ALL,
+	                                             .local = { "8.8.4.4", "10.0.0.5" },
+	                                             .cidrs = { "8.8.4.4/32" } };
+static const struct setup_s sandbox_default = { .sandbox = true };
+static const struct setup_s sandbox_any = { .sandbox = true, .allow = { "*" } };
+static const struct setup_s sandbox_any_cidr = { .sandbox = true,
+	                                         .allow = { "*" },
+	                                         .cidrs = { "127.0.0.1/32" } };
+static const struct setup_s sandbox_cidr_only = { .sandbox = true,
+	                                          .cidrs = { "10.0.0.0/8", "fd00::/8" } };
+static const struct setup_s sandbox_sub = { .sandbox = true,
+	                                    .allow = { "*.example.com", "api.example.net:443" },
+	                                    .deny = { "bad.example.com" } };
+static const struct setup_s sandbox_all_denied = { .sandbox = true,
+	                                           .allow = { "*" },
+	                                           .deny = { "*" } };
+static const struct setup_s sandbox_literal = { .sandbox = true,
+	                                        .allow = { "10.0.0.1", "8.8.8.8:53" } };
+static const struct setup_s sandbox_local = { .sandbox = true,
+	                                      .allow = { "*" },
+	                                      .local = { "8.8.4.4" } };
 
 struct decision_row_s {
 	const struct setup_s *setup;
@@ -492,8 +523,14 @@ struct decision_row_s {
 	const char *reason;
 };
 
-#define ALLOW(s, a) {&s, a, true, AB_EGRESS_ALLOW, "allowed"}
-#define DENY(s, a, rule, reason) {&s, a, false, rule, reason}
+#define ALLOW(s, a)                                                                                \
+	{                                                                                          \
+		&s, a, true, AB_EGRESS_ALLOW, "allowed"                                            \
+	}
+#define DENY(s, a, rule, reason)                                                                   \
+	{                                                                                          \
+		&s, a, false, rule, reason                                                         \
+	}
 
 static const struct decision_row_s decision_rows[] = {
 	/* standalone, no flags: every literal passes, names need resolution */
@@ -501,116 +538,162 @@ static const struct decision_row_s decision_rows[] = {
 	ALLOW (standalone_none, "127.0.0.1:80"),
 	ALLOW (standalone_none, "169.254.169.254:80"),
 	ALLOW (standalone_none, "[::1]:80"),
-	DENY (standalone_none, "example.com:443", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_none, "localhost:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_none, "metadata:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
+	DENY (standalone_none, "example.com:443", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_none, "localhost:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_none, "metadata:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
 	DENY (standalone_none, "example.com:0", AB_EGRESS_DENY_PORT, "invalid port"),
 	DENY (standalone_none, "8.8.8.8:0", AB_EGRESS_DENY_PORT, "invalid port"),
 	/* standalone, all four flags */
 	DENY (standalone_all, "localhost:80", AB_EGRESS_DENY_NAME, "loopback name localhost"),
 	DENY (standalone_all, "LOCALHOST.:80", AB_EGRESS_DENY_NAME, "loopback name localhost"),
-	DENY (standalone_all, "foo.localhost:80", AB_EGRESS_DENY_NAME, "loopback name foo.localhost"),
+	DENY (standalone_all, "foo.localhost:80", AB_EGRESS_DENY_NAME,
+	      "loopback name foo.localhost"),
 	DENY (standalone_all, "a.b.localhost", AB_EGRESS_DENY_NAME, "loopback name a.b.localhost"),
-	DENY (standalone_all, "localhost.localdomain", AB_EGRESS_DENY_NAME, "loopback name localhost.localdomain"),
+	DENY (standalone_all, "localhost.localdomain", AB_EGRESS_DENY_NAME,
+	      "loopback name localhost.localdomain"),
 	DENY (standalone_all, "ip6-localhost", AB_EGRESS_DENY_NAME, "loopback name ip6-localhost"),
 	DENY (standalone_all, "localhost6", AB_EGRESS_DENY_NAME, "loopback name localhost6"),
 	DENY (standalone_all, "metadata", AB_EGRESS_DENY_NAME, "metadata name metadata"),
-	DENY (standalone_all, "metadata.google.internal", AB_EGRESS_DENY_NAME, "metadata name metadata.google.internal"),
-	DENY (standalone_all, "Metadata.Google.Internal.:80", AB_EGRESS_DENY_NAME, "metadata name metadata.google.internal"),
-	DENY (standalone_all, "x.metadata.google.internal", AB_EGRESS_DENY_NAME, "metadata name x.metadata.google.internal"),
+	DENY (standalone_all, "metadata.google.internal", AB_EGRESS_DENY_NAME,
+	      "metadata name metadata.google.internal"),
+	DENY (standalone_all, "Metadata.Google.Internal.:80", AB_EGRESS_DENY_NAME,
+	      "metadata name metadata.google.internal"),
+	DENY (standalone_all, "x.metadata.google.internal", AB_EGRESS_DENY_NAME,
+	      "metadata name x.metadata.google.internal"),
 	DENY (standalone_all, "metadata.goog", AB_EGRESS_DENY_NAME, "metadata name metadata.goog"),
 	DENY (standalone_all, "instance-data", AB_EGRESS_DENY_NAME, "metadata name instance-data"),
-	DENY (standalone_all, "instance-data.ec2.internal", AB_EGRESS_DENY_NAME, "metadata name instance-data.ec2.internal"),
-	DENY (standalone_all, "notlocalhost:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_all, "localhostx:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_all, "localhost.example.com", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_all, "metadata.example.com", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_all, "example.com:443", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
+	DENY (standalone_all, "instance-data.ec2.internal", AB_EGRESS_DENY_NAME,
+	      "metadata name instance-data.ec2.internal"),
+	DENY (standalone_all, "notlocalhost:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_all, "localhostx:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_all, "localhost.example.com", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_all, "metadata.example.com", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_all, "example.com:443", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
 	DENY (standalone_all, "127.0.0.1:80", AB_EGRESS_DENY_ADDRESS, "loopback address 127.0.0.1"),
 	DENY (standalone_all, "10.0.0.1:80", AB_EGRESS_DENY_ADDRESS, "private address 10.0.0.1"),
-	DENY (standalone_all, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS, "metadata address 169.254.169.254"),
-	DENY (standalone_all, "169.254.1.1:80", AB_EGRESS_DENY_ADDRESS, "link-local address 169.254.1.1"),
+	DENY (standalone_all, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 169.254.169.254"),
+	DENY (standalone_all, "169.254.1.1:80", AB_EGRESS_DENY_ADDRESS,
+	      "link-local address 169.254.1.1"),
 	DENY (standalone_all, "100.64.0.1:80", AB_EGRESS_DENY_ADDRESS, "CGNAT address 100.64.0.1"),
 	DENY (standalone_all, "0.0.0.0:80", AB_EGRESS_DENY_ADDRESS, "unspecified address 0.0.0.0"),
 	DENY (standalone_all, "[::1]:80", AB_EGRESS_DENY_ADDRESS, "loopback address ::1"),
 	DENY (standalone_all, "[::]:80", AB_EGRESS_DENY_ADDRESS, "unspecified address ::"),
 	DENY (standalone_all, "[::ffff:127.0.0.1]:80", AB_EGRESS_DENY_ADDRESS,
 	      "loopback address ::ffff:127.0.0.1 (IPv4-mapped form of 127.0.0.1)"),
-	DENY (standalone_all, "[::ffff:8.8.8.8]:80", AB_EGRESS_DENY_ADDRESS, "IPv4-mapped address ::ffff:8.8.8.8"),
+	DENY (standalone_all, "[::ffff:8.8.8.8]:80", AB_EGRESS_DENY_ADDRESS,
+	      "IPv4-mapped address ::ffff:8.8.8.8"),
 	DENY (standalone_all, "[64:ff9b::a9fe:a9fe]:80", AB_EGRESS_DENY_ADDRESS,
 	      "metadata address 64:ff9b::a9fe:a9fe (NAT64 form of 169.254.169.254)"),
-	DENY (standalone_all, "[64:ff9b::808:808]:80", AB_EGRESS_DENY_ADDRESS, "NAT64 address 64:ff9b::808:808"),
+	DENY (standalone_all, "[64:ff9b::808:808]:80", AB_EGRESS_DENY_ADDRESS,
+	      "NAT64 address 64:ff9b::808:808"),
 	DENY (standalone_all, "[2002:7f00:1::]:80", AB_EGRESS_DENY_ADDRESS,
 	      "loopback address 2002:7f00:1:: (6to4 form of 127.0.0.1)"),
 	DENY (standalone_all, "[::5efe:a00:1]:80", AB_EGRESS_DENY_ADDRESS,
 	      "private address ::5efe:a00:1 (ISATAP form of 10.0.0.1)"),
-	DENY (standalone_all, "[fd00:ec2::254]:80", AB_EGRESS_DENY_ADDRESS, "metadata address fd00:ec2::254"),
+	DENY (standalone_all, "[fd00:ec2::254]:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address fd00:ec2::254"),
 	DENY (standalone_all, "[fe80::1]:80", AB_EGRESS_DENY_ADDRESS, "link-local address fe80::1"),
 	DENY (standalone_all, "[ff02::1]:80", AB_EGRESS_DENY_ADDRESS, "multicast address ff02::1"),
-	DENY (standalone_all, "255.255.255.255:80", AB_EGRESS_DENY_ADDRESS, "broadcast address 255.255.255.255"),
+	DENY (standalone_all, "255.255.255.255:80", AB_EGRESS_DENY_ADDRESS,
+	      "broadcast address 255.255.255.255"),
 	ALLOW (standalone_all, "8.8.8.8:443"),
 	ALLOW (standalone_all, "1.1.1.1:443"),
 	ALLOW (standalone_all, "[2606:4700::1111]:443"),
 	ALLOW (standalone_all, "[2001:4860:4860::8888]:443"),
 	ALLOW (standalone_all_resolve, "example.com:443"),
-	DENY (standalone_all_resolve, "localhost:443", AB_EGRESS_DENY_NAME, "loopback name localhost"),
+	DENY (standalone_all_resolve, "localhost:443", AB_EGRESS_DENY_NAME,
+	      "loopback name localhost"),
 	/* one flag at a time */
 	ALLOW (standalone_loopback, "10.0.0.1:80"),
 	ALLOW (standalone_loopback, "169.254.169.254:80"),
-	DENY (standalone_loopback, "127.0.0.1:80", AB_EGRESS_DENY_ADDRESS, "loopback address 127.0.0.1"),
-	DENY (standalone_loopback, "0.0.0.0:80", AB_EGRESS_DENY_ADDRESS, "unspecified address 0.0.0.0"),
+	DENY (standalone_loopback, "127.0.0.1:80", AB_EGRESS_DENY_ADDRESS,
+	      "loopback address 127.0.0.1"),
+	DENY (standalone_loopback, "0.0.0.0:80", AB_EGRESS_DENY_ADDRESS,
+	      "unspecified address 0.0.0.0"),
 	DENY (standalone_loopback, "localhost:80", AB_EGRESS_DENY_NAME, "loopback name localhost"),
-	DENY (standalone_loopback, "metadata:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
+	DENY (standalone_loopback, "metadata:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
 	DENY (standalone_metadata, "metadata:80", AB_EGRESS_DENY_NAME, "metadata name metadata"),
-	DENY (standalone_metadata, "localhost:80", AB_EGRESS_DENY_NO_RESOLVE, "name resolution is disabled"),
-	DENY (standalone_metadata, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS, "metadata address 169.254.169.254"),
-	DENY (standalone_metadata, "100.100.100.200:80", AB_EGRESS_DENY_ADDRESS, "metadata address 100.100.100.200"),
-	DENY (standalone_metadata, "168.63.129.16:80", AB_EGRESS_DENY_ADDRESS, "metadata address 168.63.129.16"),
+	DENY (standalone_metadata, "localhost:80", AB_EGRESS_DENY_NO_RESOLVE,
+	      "name resolution is disabled"),
+	DENY (standalone_metadata, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 169.254.169.254"),
+	DENY (standalone_metadata, "100.100.100.200:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 100.100.100.200"),
+	DENY (standalone_metadata, "168.63.129.16:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 168.63.129.16"),
 	ALLOW (standalone_metadata, "169.254.1.1:80"),
 	ALLOW (standalone_metadata, "127.0.0.1:80"),
 	ALLOW (standalone_metadata, "100.100.100.201:80"),
-	DENY (standalone_private, "192.168.1.1:80", AB_EGRESS_DENY_ADDRESS, "private address 192.168.1.1"),
-	DENY (standalone_private, "100.100.100.200:80", AB_EGRESS_DENY_ADDRESS, "metadata address 100.100.100.200"),
+	DENY (standalone_private, "192.168.1.1:80", AB_EGRESS_DENY_ADDRESS,
+	      "private address 192.168.1.1"),
+	DENY (standalone_private, "100.100.100.200:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 100.100.100.200"),
 	DENY (standalone_private, "[64:ff9b::7f00:1]:80", AB_EGRESS_DENY_ADDRESS,
 	      "loopback address 64:ff9b::7f00:1 (NAT64 form of 127.0.0.1)"),
 	ALLOW (standalone_private, "127.0.0.1:80"),
 	ALLOW (standalone_private, "[::ffff:127.0.0.1]:80"),
 	ALLOW (standalone_private, "169.254.169.254:80"),
-	DENY (standalone_linklocal, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS, "metadata address 169.254.169.254"),
-	DENY (standalone_linklocal, "[fe80::1]:80", AB_EGRESS_DENY_ADDRESS, "link-local address fe80::1"),
+	DENY (standalone_linklocal, "169.254.169.254:80", AB_EGRESS_DENY_ADDRESS,
+	      "metadata address 169.254.169.254"),
+	DENY (standalone_linklocal, "[fe80::1]:80", AB_EGRESS_DENY_ADDRESS,
+	      "link-local address fe80::1"),
 	ALLOW (standalone_linklocal, "168.63.129.16:80"),
 	ALLOW (standalone_linklocal, "10.0.0.1:80"),
 	/* allow and deny lists */
 	ALLOW (standalone_allowlist, "example.com:443"),
 	ALLOW (standalone_allowlist, "example.com:80"),
 	ALLOW (standalone_allowlist, "api.example.org:443"),
-	DENY (standalone_allowlist, "api.example.org:80", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
-	DENY (standalone_allowlist, "example.org:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
-	DENY (standalone_allowlist, "www.example.com:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
-	DENY (standalone_allowlist, "8.8.8.8:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
+	DENY (standalone_allowlist, "api.example.org:80", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
+	DENY (standalone_allowlist, "example.org:443", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
+	DENY (standalone_allowlist, "www.example.com:443", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
+	DENY (standalone_allowlist, "8.8.8.8:443", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
 	DENY (standalone_denylist, "x.evil.com:443", AB_EGRESS_DENY_HOST_LIST, "host in denylist"),
-	DENY (standalone_denylist, "BAD.example.com.", AB_EGRESS_DENY_HOST_LIST, "host in denylist"),
+	DENY (standalone_denylist, "BAD.example.com.", AB_EGRESS_DENY_HOST_LIST,
+	      "host in denylist"),
 	DENY (standalone_denylist, "9.9.9.9:53", AB_EGRESS_DENY_HOST_LIST, "host in denylist"),
 	ALLOW (standalone_denylist, "evil.com:443"),
 	ALLOW (standalone_denylist, "good.example.com:443"),
 	ALLOW (standalone_denylist, "8.8.8.8:443"),
 	/* allow-cidr overrides the class denial, for addresses inside only */
-	{&standalone_cidr, "127.0.0.1:8080", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr 127.0.0.1/32"},
-	{&standalone_cidr, "[::1]:8080", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr ::1/128"},
-	DENY (standalone_cidr, "127.0.0.2:8080", AB_EGRESS_DENY_ADDRESS, "loopback address 127.0.0.2"),
+	{ &standalone_cidr, "127.0.0.1:8080", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr 127.0.0.1/32" },
+	{ &standalone_cidr, "[::1]:8080", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr ::1/128" },
+	DENY (standalone_cidr, "127.0.0.2:8080", AB_EGRESS_DENY_ADDRESS,
+	      "loopback address 127.0.0.2"),
 	DENY (standalone_cidr, "[::ffff:127.0.0.1]:8080", AB_EGRESS_DENY_ADDRESS,
 	      "loopback address ::ffff:127.0.0.1 (IPv4-mapped form of 127.0.0.1)"),
 	DENY (standalone_cidr, "localhost:8080", AB_EGRESS_DENY_NAME, "loopback name localhost"),
 	/* the host's own addresses count as loopback */
-	DENY (standalone_local, "8.8.4.4:80", AB_EGRESS_DENY_ADDRESS, "local interface address 8.8.4.4"),
-	DENY (standalone_local, "10.0.0.5:80", AB_EGRESS_DENY_ADDRESS, "local interface address 10.0.0.5"),
-	DENY (standalone_local, "[2001:4860::5]:80", AB_EGRESS_DENY_ADDRESS, "local interface address 2001:4860::5"),
+	DENY (standalone_local, "8.8.4.4:80", AB_EGRESS_DENY_ADDRESS,
+	      "local interface address 8.8.4.4"),
+	DENY (standalone_local, "10.0.0.5:80", AB_EGRESS_DENY_ADDRESS,
+	      "local interface address 10.0.0.5"),
+	DENY (standalone_local, "[2001:4860::5]:80", AB_EGRESS_DENY_ADDRESS,
+	      "local interface address 2001:4860::5"),
 	ALLOW (standalone_local, "8.8.8.8:80"),
 	ALLOW (standalone_local, "10.0.0.6:80"),
-	{&standalone_local_all, "8.8.4.4:80", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr 8.8.4.4/32"},
-	DENY (standalone_local_all, "10.0.0.5:80", AB_EGRESS_DENY_ADDRESS, "private address 10.0.0.5"),
+	{ &standalone_local_all, "8.8.4.4:80", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr 8.8.4.4/32" },
+	DENY (standalone_local_all, "10.0.0.5:80", AB_EGRESS_DENY_ADDRESS,
+	      "private address 10.0.0.5"),
 	/* sandbox: nothing without an allowlist */
-	DENY (sandbox_default, "example.com:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
+	DENY (sandbox_default, "example.com:443", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
 	DENY (sandbox_default, "8.8.8.8:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
 	DENY (sandbox_default, "localhost:443", AB_EGRESS_DENY_NAME, "loopback name localhost"),
 	DENY (sandbox_default, "example.com:0", AB_EGRESS_DENY_PORT, "invalid port"),
@@ -622,17 +705,26 @@ static const struct decision_row_s decision_rows[] = {
 	DENY (sandbox_any, "10.0.0.1:443", AB_EGRESS_DENY_ADDRESS, "private address 10.0.0.1"),
 	DENY (sandbox_any, "100.64.0.1:443", AB_EGRESS_DENY_ADDRESS, "CGNAT address 100.64.0.1"),
 	DENY (sandbox_any, "localhost:443", AB_EGRESS_DENY_NAME, "loopback name localhost"),
-	DENY (sandbox_any, "metadata.google.internal:80", AB_EGRESS_DENY_NAME, "metadata name metadata.google.internal"),
-	DENY (sandbox_any, "[2001:db8::1]:443", AB_EGRESS_DENY_ADDRESS, "documentation address 2001:db8::1"),
+	DENY (sandbox_any, "metadata.google.internal:80", AB_EGRESS_DENY_NAME,
+	      "metadata name metadata.google.internal"),
+	DENY (sandbox_any, "[2001:db8::1]:443", AB_EGRESS_DENY_ADDRESS,
+	      "documentation address 2001:db8::1"),
 	DENY (sandbox_any, "[2001:0:4136:e378:8000:63bf:3fff:fdd2]:443", AB_EGRESS_DENY_ADDRESS,
-	      "documentation address 2001:0:4136:e378:8000:63bf:3fff:fdd2 (Teredo form of 192.0.2.45)"),
-	{&sandbox_any_cidr, "127.0.0.1:8080", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr 127.0.0.1/32"},
-	DENY (sandbox_any_cidr, "127.0.0.2:8080", AB_EGRESS_DENY_ADDRESS, "loopback address 127.0.0.2"),
+	      "documentation address 2001:0:4136:e378:8000:63bf:3fff:fdd2 (Teredo form of "
+	      "192.0.2.45)"),
+	{ &sandbox_any_cidr, "127.0.0.1:8080", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr 127.0.0.1/32" },
+	DENY (sandbox_any_cidr, "127.0.0.2:8080", AB_EGRESS_DENY_ADDRESS,
+	      "loopback address 127.0.0.2"),
 	/* sandbox, CIDR only: literals inside pass the host list, names do not */
-	{&sandbox_cidr_only, "10.1.2.3:5000", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr 10.0.0.0/8"},
-	{&sandbox_cidr_only, "[fd00::5]:5000", true, AB_EGRESS_ALLOW_CIDR, "allowed by allow-cidr fd00::/8"},
-	DENY (sandbox_cidr_only, "11.1.2.3:5000", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
-	DENY (sandbox_cidr_only, "registry.internal:5000", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
+	{ &sandbox_cidr_only, "10.1.2.3:5000", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr 10.0.0.0/8" },
+	{ &sandbox_cidr_only, "[fd00::5]:5000", true, AB_EGRESS_ALLOW_CIDR,
+	  "allowed by allow-cidr fd00::/8" },
+	DENY (sandbox_cidr_only, "11.1.2.3:5000", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
+	DENY (sandbox_cidr_only, "registry.internal:5000", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
 	/* sandbox, subdomains with one denied */
 	ALLOW (sandbox_sub, "www.example.com:443"),
 	ALLOW (sandbox_sub, "a.b.example.com:80"),
@@ -640,13 +732,15 @@ static const struct decision_row_s decision_rows[] = {
 	DENY (sandbox_sub, "bad.example.com:443", AB_EGRESS_DENY_HOST_LIST, "host in denylist"),
 	ALLOW (sandbox_sub, "x.bad.example.com:443"),
 	ALLOW (sandbox_sub, "api.example.net:443"),
-	DENY (sandbox_sub, "api.example.net:80", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
+	DENY (sandbox_sub, "api.example.net:80", AB_EGRESS_DENY_NOT_ALLOWED,
+	      "host not in allowlist"),
 	DENY (sandbox_all_denied, "example.com:443", AB_EGRESS_DENY_HOST_LIST, "host in denylist"),
 	/* sandbox, literal patterns: the class check still applies */
 	DENY (sandbox_literal, "10.0.0.1:80", AB_EGRESS_DENY_ADDRESS, "private address 10.0.0.1"),
 	ALLOW (sandbox_literal, "8.8.8.8:53"),
 	DENY (sandbox_literal, "8.8.8.8:443", AB_EGRESS_DENY_NOT_ALLOWED, "host not in allowlist"),
-	DENY (sandbox_local, "8.8.4.4:443", AB_EGRESS_DENY_ADDRESS, "local interface address 8.8.4.4"),
+	DENY (sandbox_local, "8.8.4.4:443", AB_EGRESS_DENY_ADDRESS,
+	      "local interface address 8.8.4.4"),
 	ALLOW (sandbox_local, "8.8.8.8:443"),
 };
 
@@ -663,10 +757,12 @@ check_decision (const struct decision_row_s *row)
 	bool r = ab_egress_check_host (p, &hp, &v);
 	ab_egress_policy_free (p);
 	if (r != row->allowed || v.allowed != row->allowed)
-		fail_msg ("'%s': %s (%s), expected %s", row->authority, v.allowed ? "allowed" : "denied",
-		          v.reason, row->allowed ? "allowed" : "denied");
+		fail_msg ("'%s': %s (%s), expected %s", row->authority,
+		          v.allowed ? "allowed" : "denied", v.reason,
+		          row->allowed ? "allowed" : "denied");
 	if (strcmp (v.reason, row->reason) != 0)
-		fail_msg ("'%s': reason '%s', expected '%s'", row->authority, v.reason, row->reason);
+		fail_msg ("'%s': reason '%s', expected '%s'", row->authority, v.reason,
+		          row->reason);
 	if (v.rule != row->rule)
 		fail_msg ("'%s': rule %d, expected %d", row->authority, v.rule, row->rule);
 }
@@ -685,73 +781,73 @@ static const struct {
 	const char *addr;
 	unsigned groups;
 } group_rows[] = {
-	{"8.8.8.8", 0},
-	{"1.1.1.1", 0},
-	{"9.255.255.255", 0},
-	{"11.0.0.0", 0},
-	{"100.63.255.255", 0},
-	{"100.128.0.0", 0},
-	{"172.15.255.255", 0},
-	{"172.32.0.0", 0},
-	{"192.167.255.255", 0},
-	{"192.169.0.0", 0},
-	{"169.253.255.255", 0},
-	{"198.17.255.255", 0},
-	{"223.255.255.255", 0},
-	{"2606:4700::1111", 0},
-	{"2001:4860:4860::8888", 0},
-	{"2a00:1450:4001:80b::200e", 0},
-	{"0.0.0.0", L | P},
-	{"127.0.0.1", L},
-	{"127.255.255.255", L},
-	{"10.0.0.0", P},
-	{"10.255.255.255", P},
-	{"100.64.0.0", P},
-	{"100.127.255.255", P},
-	{"172.16.0.0", P},
-	{"172.31.255.255", P},
-	{"192.168.0.0", P},
-	{"169.254.0.1", LL},
-	{"169.254.169.254", M | LL},
-	{"169.254.170.2", M | LL},
-	{"100.100.100.200", M | P},
-	{"168.63.129.16", M},
-	{"192.0.0.1", P},
-	{"192.0.2.1", P},
-	{"192.88.99.1", P},
-	{"198.18.0.1", P},
-	{"198.51.100.1", P},
-	{"203.0.113.1", P},
-	{"224.0.0.1", P},
-	{"240.0.0.1", P},
-	{"255.255.255.255", LL | P},
-	{"::", L | P},
-	{"::1", L},
-	{"::ffff:127.0.0.1", L},
-	{"::ffff:7f00:1", L},
-	{"::127.0.0.1", L},
-	{"::ffff:8.8.8.8", P},
-	{"::ffff:169.254.169.254", M | LL},
-	{"64:ff9b::a9fe:a9fe", M | LL | P},
-	{"64:ff9b::808:808", P},
-	{"64:ff9b:1::a9fe:a9fe", M | LL | P},
-	{"2002:7f00:1::", L | P},
-	{"2002:808:808::", P},
-	{"2001:0:808:808::80ff:fffe", L | P},
-	{"2001::1", L | P},
-	{"::5efe:a00:1", P},
-	{"fe80::5efe:7f00:1", L | LL | P},
-	{"100::1", P},
-	{"2001:db8::1", P},
-	{"2001:2::1", P},
-	{"2001:10::1", P},
-	{"2001:20::1", P},
-	{"fc00::1", P},
-	{"fd00:ec2::254", M | P},
-	{"fe80::1", LL},
-	{"fec0::1", P},
-	{"ff02::1", P},
-	{"4000::1", P},
+	{ "8.8.8.8", 0 },
+	{ "1.1.1.1", 0 },
+	{ "9.255.255.255", 0 },
+	{ "11.0.0.0", 0 },
+	{ "100.63.255.255", 0 },
+	{ "100.128.0.0", 0 },
+	{ "172.15.255.255", 0 },
+	{ "172.32.0.0", 0 },
+	{ "192.167.255.255", 0 },
+	{ "192.169.0.0", 0 },
+	{ "169.253.255.255", 0 },
+	{ "198.17.255.255", 0 },
+	{ "223.255.255.255", 0 },
+	{ "2606:4700::1111", 0 },
+	{ "2001:4860:4860::8888", 0 },
+	{ "2a00:1450:4001:80b::200e", 0 },
+	{ "0.0.0.0", L | P },
+	{ "127.0.0.1", L },
+	{ "127.255.255.255", L },
+	{ "10.0.0.0", P },
+	{ "10.255.255.255", P },
+	{ "100.64.0.0", P },
+	{ "100.127.255.255", P },
+	{ "172.16.0.0", P },
+	{ "172.31.255.255", P },
+	{ "192.168.0.0", P },
+	{ "169.254.0.1", LL },
+	{ "169.254.169.254", M | LL },
+	{ "169.254.170.2", M | LL },
+	{ "100.100.100.200", M | P },
+	{ "168.63.129.16", M },
+	{ "192.0.0.1", P },
+	{ "192.0.2.1", P },
+	{ "192.88.99.1", P },
+	{ "198.18.0.1", P },
+	{ "198.51.100.1", P },
+	{ "203.0.113.1", P },
+	{ "224.0.0.1", P },
+	{ "240.0.0.1", P },
+	{ "255.255.255.255", LL | P },
+	{ "::", L | P },
+	{ "::1", L },
+	{ "::ffff:127.0.0.1", L },
+	{ "::ffff:7f00:1", L },
+	{ "::127.0.0.1", L },
+	{ "::ffff:8.8.8.8", P },
+	{ "::ffff:169.254.169.254", M | LL },
+	{ "64:ff9b::a9fe:a9fe", M | LL | P },
+	{ "64:ff9b::808:808", P },
+	{ "64:ff9b:1::a9fe:a9fe", M | LL | P },
+	{ "2002:7f00:1::", L | P },
+	{ "2002:808:808::", P },
+	{ "2001:0:808:808::80ff:fffe", L | P },
+	{ "2001::1", L | P },
+	{ "::5efe:a00:1", P },
+	{ "fe80::5efe:7f00:1", L | LL | P },
+	{ "100::1", P },
+	{ "2001:db8::1", P },
+	{ "2001:2::1", P },
+	{ "2001:10::1", P },
+	{ "2001:20::1", P },
+	{ "fc00::1", P },
+	{ "fd00:ec2::254", M | P },
+	{ "fe80::1", LL },
+	{ "fec0::1", P },
+	{ "ff02::1", P },
+	{ "4000::1", P },
 };
 
 static void
@@ -768,14 +864,14 @@ check_group_row (const char *text, unsigned groups)
 	ab_addr_to_sockaddr (&a, 443, &ss);
 
 	p = ab_egress_policy_new_sandbox ();
-	if (ab_egress_check_addr (p, (struct sockaddr *) &ss, &v) != (groups == 0))
+	if (ab_egress_check_addr (p, (struct sockaddr *)&ss, &v) != (groups == 0))
 		fail_msg ("sandbox %s: %s", text, v.reason);
 	ab_egress_policy_free (p);
 
 	for (unsigned g = 1; g <= AB_ADDR_GROUP_METADATA; g <<= 1) {
 		p = ab_egress_policy_new_standalone ();
 		ab_egress_policy_set_deny_groups (p, g);
-		bool allowed = ab_egress_check_addr (p, (struct sockaddr *) &ss, &v);
+		bool allowed = ab_egress_check_addr (p, (struct sockaddr *)&ss, &v);
 		ab_egress_policy_free (p);
 		if (allowed != !(groups & g))
 			fail_msg ("--deny-%s %s: %s (%s)", ab_addr_group_name (g), text,
@@ -788,7 +884,7 @@ check_group_row (const char *text, unsigned groups)
 		}
 	}
 	p = ab_egress_policy_new_standalone ();
-	if (!ab_egress_check_addr (p, (struct sockaddr *) &ss, &v))
+	if (!ab_egress_check_addr (p, (struct sockaddr *)&ss, &v))
 		fail_msg ("no flags %s: %s", text, v.reason);
 	ab_egress_policy_free (p);
 }
@@ -804,10 +900,10 @@ static void
 test_check_addr_family (void **state)
 {
 	struct ab_egress_policy_s *p = ab_egress_policy_new_standalone ();
-	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	struct ab_egress_verdict_s v;
 
-	assert_false (ab_egress_check_addr (p, (struct sockaddr *) &un, &v));
+	assert_false (ab_egress_check_addr (p, (struct sockaddr *)&un, &v));
 	assert_int_equal (v.rule, AB_EGRESS_DENY_FAMILY);
 	assert_string_equal (v.reason, "unsupported address family");
 	ab_egress_policy_free (p);
@@ -825,7 +921,8 @@ test_builders (void **state)
 	ab_egress_policy_add_deny_groups (p, L);
 	ab_egress_policy_add_deny_groups (p, M | 0x100);
 	assert_int_equal (ab_egress_policy_deny_groups (p), L | M);
-	assert_string_equal (ab_addr_groups_format (ab_egress_policy_deny_groups (p), buf), "loopback,metadata");
+	assert_string_equal (ab_addr_groups_format (ab_egress_policy_deny_groups (p), buf),
+	                     "loopback,metadata");
 	assert_true (ab_egress_policy_add_allow_host (p, "exa mple.com", &err) < 0);
 	assert_int_equal (err.kind, AB_E_INVALID);
 	assert_non_null (strstr (err.msg, "exa mple.com"));
@@ -852,12 +949,13 @@ test_policy_json_good (void **state)
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_hostport_s hp;
 	struct ab_egress_verdict_s v;
-	static const char doc[] = "{\"version\": 1, \"comment\": \"ci runners\","
-	                          " \"deny_groups\": [\"loopback\", \"metadata\"],"
-	                          " \"resolve_names\": true,"
-	                          " \"allow_hosts\": [\"example.com\", \"*.example.org:443\", \"10.1.2.3\"],"
-	                          " \"deny_hosts\": [\"bad.example.org\"],"
-	                          " \"allow_cidrs\": [\"10.0.0.0/8\", \"::1/128\"]}";
+	static const char doc[] =
+	        "{\"version\": 1, \"comment\": \"ci runners\","
+	        " \"deny_groups\": [\"loopback\", \"metadata\"],"
+	        " \"resolve_names\": true,"
+	        " \"allow_hosts\": [\"example.com\", \"*.example.org:443\", \"10.1.2.3\"],"
+	        " \"deny_hosts\": [\"bad.example.org\"],"
+	        " \"allow_cidrs\": [\"10.0.0.0/8\", \"::1/128\"]}";
 
 	if (ab_egress_policy_load_string (p, doc, "test", &err) < 0)
 		fail_msg ("%s", err.msg);
@@ -878,12 +976,14 @@ test_policy_json_good (void **state)
 	assert_true (ab_egress_check_host (p, &hp, &v)); /* allowlisted by CIDR as a literal */
 
 	/* "all" and an empty document */
-	assert_int_equal (ab_egress_policy_load_string (p, "{\"deny_groups\": [\"all\"]}", "t", &err), 0);
+	assert_int_equal (
+	        ab_egress_policy_load_string (p, "{\"deny_groups\": [\"all\"]}", "t", &err), 0);
 	assert_int_equal (ab_egress_policy_deny_groups (p), ALL);
 	assert_int_equal (ab_egress_policy_load_string (p, "{\"deny_groups\": []}", "t", &err), 0);
 	assert_int_equal (ab_egress_policy_deny_groups (p), 0);
 	assert_int_equal (ab_egress_policy_load_string (p, "{}", "t", &err), 0);
-	assert_int_equal (ab_egress_policy_load_string (p, "{\"resolve_names\": false}", "t", &err), 0);
+	assert_int_equal (ab_egress_policy_load_string (p, "{\"resolve_names\": false}", "t", &err),
+	                  0);
 	assert_false (ab_egress_policy_resolve_names (p));
 }
 
@@ -891,41 +991,48 @@ static const struct {
 	const char *doc;
 	const char *error; /* expected substring */
 } bad_docs[] = {
-	{"not json", "test: line 1"},
-	{"", "test: line 1"},
-	{"{", "test: line 1"},
-	{"{\"resolve_names\": true} x", "test: line 1"},
-	{"[]", "test: expected a JSON object"},
-	{"\"x\"", "test: line 1"},
-	{"null", "test: line 1"},
-	{"{\"allow_host\": [\"x\"]}", "test: unknown key 'allow_host'"},
-	{"{\"Allow_hosts\": [\"x\"]}", "test: unknown key 'Allow_hosts'"},
-	{"{\"allow_hosts\": \"example.com\"}", "test: key 'allow_hosts': expected an array of strings"},
-	{"{\"allow_hosts\": [1]}", "test: key 'allow_hosts'[0]: expected a string"},
-	{"{\"allow_hosts\": [\"ok.com\", null]}", "test: key 'allow_hosts'[1]: expected a string"},
-	{"{\"allow_hosts\": [\"exa mple.com\"]}", "test: key 'allow_hosts'[0]: invalid host pattern 'exa mple.com'"},
-	{"{\"allow_hosts\": [\"127.1\"]}", "test: key 'allow_hosts'[0]: invalid host pattern '127.1': non-canonical IPv4 address"},
-	{"{\"deny_hosts\": [\"*.\"]}", "test: key 'deny_hosts'[0]: invalid host pattern"},
-	{"{\"deny_hosts\": {}}", "test: key 'deny_hosts': expected an array of strings"},
-	{"{\"allow_cidrs\": [\"10.0.0.1/8\"]}", "test: key 'allow_cidrs'[0]: invalid CIDR '10.0.0.1/8': host bits set"},
-	{"{\"allow_cidrs\": [\"10.0.0.0\"]}", "test: key 'allow_cidrs'[0]: invalid CIDR"},
-	{"{\"allow_cidrs\": [true]}", "test: key 'allow_cidrs'[0]: expected a string"},
-	{"{\"deny_groups\": [\"loopbacks\"]}", "test: key 'deny_groups'[0]: expected one of"},
-	{"{\"deny_groups\": [\"loopback\", 3]}", "test: key 'deny_groups'[1]: expected one of"},
-	{"{\"deny_groups\": \"all\"}", "test: key 'deny_groups': expected an array of group names"},
-	{"{\"resolve_names\": \"yes\"}", "test: key 'resolve_names': expected true or false"},
-	{"{\"resolve_names\": 1}", "test: key 'resolve_names': expected true or false"},
-	{"{\"version\": 2}", "test: key 'version': expected 1"},
-	{"{\"version\": \"1\"}", "test: key 'version': expected 1"},
-	{"{\"comment\": 5}", "test: key 'comment': expected a string"},
-	{"{\"resolve_names\": true, \"resolve_names\": false}", "duplicate"},
+	{ "not json", "test: line 1" },
+	{ "", "test: line 1" },
+	{ "{", "test: line 1" },
+	{ "{\"resolve_names\": true} x", "test: line 1" },
+	{ "[]", "test: expected a JSON object" },
+	{ "\"x\"", "test: line 1" },
+	{ "null", "test: line 1" },
+	{ "{\"allow_host\": [\"x\"]}", "test: unknown key 'allow_host'" },
+	{ "{\"Allow_hosts\": [\"x\"]}", "test: unknown key 'Allow_hosts'" },
+	{ "{\"allow_hosts\": \"example.com\"}",
+	  "test: key 'allow_hosts': expected an array of strings" },
+	{ "{\"allow_hosts\": [1]}", "test: key 'allow_hosts'[0]: expected a string" },
+	{ "{\"allow_hosts\": [\"ok.com\", null]}",
+	  "test: key 'allow_hosts'[1]: expected a string" },
+	{ "{\"allow_hosts\": [\"exa mple.com\"]}",
+	  "test: key 'allow_hosts'[0]: invalid host pattern 'exa mple.com'" },
+	{ "{\"allow_hosts\": [\"127.1\"]}",
+	  "test: key 'allow_hosts'[0]: invalid host pattern '127.1': non-canonical IPv4 address" },
+	{ "{\"deny_hosts\": [\"*.\"]}", "test: key 'deny_hosts'[0]: invalid host pattern" },
+	{ "{\"deny_hosts\": {}}", "test: key 'deny_hosts': expected an array of strings" },
+	{ "{\"allow_cidrs\": [\"10.0.0.1/8\"]}",
+	  "test: key 'allow_cidrs'[0]: invalid CIDR '10.0.0.1/8': host bits set" },
+	{ "{\"allow_cidrs\": [\"10.0.0.0\"]}", "test: key 'allow_cidrs'[0]: invalid CIDR" },
+	{ "{\"allow_cidrs\": [true]}", "test: key 'allow_cidrs'[0]: expected a string" },
+	{ "{\"deny_groups\": [\"loopbacks\"]}", "test: key 'deny_groups'[0]: expected one of" },
+	{ "{\"deny_groups\": [\"loopback\", 3]}", "test: key 'deny_groups'[1]: expected one of" },
+	{ "{\"deny_groups\": \"all\"}",
+	  "test: key 'deny_groups': expected an array of group names" },
+	{ "{\"resolve_names\": \"yes\"}", "test: key 'resolve_names': expected true or false" },
+	{ "{\"resolve_names\": 1}", "test: key 'resolve_names': expected true or false" },
+	{ "{\"version\": 2}", "test: key 'version': expected 1" },
+	{ "{\"version\": \"1\"}", "test: key 'version': expected 1" },
+	{ "{\"comment\": 5}", "test: key 'comment': expected a string" },
+	{ "{\"resolve_names\": true, \"resolve_names\": false}", "duplicate" },
 };
 
 static void
 test_policy_json_bad (void **state)
 {
 	for (size_t i = 0; i < N (bad_docs); i++) {
-		cleanup_egress_policy struct ab_egress_policy_s *p = ab_egress_policy_new_standalone ();
+		cleanup_egress_policy struct ab_egress_policy_s *p =
+		        ab_egress_policy_new_standalone ();
 		ab_error_t err = AB_ERROR_INIT;
 		struct ab_hostport_s hp;
 		struct ab_egress_verdict_s v;
@@ -934,8 +1041,8 @@ test_policy_json_bad (void **state)
 			fail_msg ("document should be refused: %s", bad_docs[i].doc);
 		assert_int_equal (err.kind, AB_E_INVALID);
 		if (!strstr (err.msg, bad_docs[i].error))
-			fail_msg ("document %s: error '%s', expected '%s'", bad_docs[i].doc, err.msg,
-			          bad_docs[i].error);
+			fail_msg ("document %s: error '%s', expected '%s'", bad_docs[i].doc,
+			          err.msg, bad_docs[i].error);
 		/* unchanged: still the standalone default */
 		assert_int_equal (ab_egress_policy_deny_groups (p), 0);
 		assert_false (ab_egress_policy_resolve_names (p));
@@ -954,9 +1061,10 @@ test_policy_json_atomic (void **state)
 	struct ab_egress_verdict_s v;
 
 	assert_int_equal (ab_egress_policy_add_allow_host (p, "example.com", &err), 0);
-	assert_true (ab_egress_policy_load_string (
-	                 p, "{\"allow_hosts\": [\"*\"], \"deny_groups\": [], \"resolve_names\": false, \"x\": 1}",
-	                 "test", &err)
+	assert_true (ab_egress_policy_load_string (p,
+	                                           "{\"allow_hosts\": [\"*\"], \"deny_groups\": "
+	                                           "[], \"resolve_names\": false, \"x\": 1}",
+	                                           "test", &err)
 	             < 0);
 	assert_string_equal (err.msg, "test: unknown key 'x'");
 	assert_int_equal (ab_egress_policy_deny_groups (p), ALL);
@@ -1008,8 +1116,10 @@ test_policy_file (void **state)
 	snprintf (good, sizeof good, "%s/good.json", tmpdir);
 	snprintf (bad, sizeof bad, "%s/bad.json", tmpdir);
 	snprintf (missing, sizeof missing, "%s/missing.json", tmpdir);
-	write_file (good, "{\n  \"allow_hosts\": [\"*\"],\n  \"allow_cidrs\": [\"127.0.0.1/32\"]\n}\n");
-	write_file (bad, "{\n  \"allow_hosts\": [\"*\"],\n  \"allow_cidr\": [\"127.0.0.1/32\"]\n}\n");
+	write_file (good,
+	            "{\n  \"allow_hosts\": [\"*\"],\n  \"allow_cidrs\": [\"127.0.0.1/32\"]\n}\n");
+	write_file (bad,
+	            "{\n  \"allow_hosts\": [\"*\"],\n  \"allow_cidr\": [\"127.0.0.1/32\"]\n}\n");
 
 	assert_int_equal (ab_egress_policy_load_file (p, good, &err), 0);
 	assert_true (ab_egress_policy_load_file (p, bad, &err) < 0);

@@ -27,8 +27,13 @@ static const struct {
 	const char *b64;
 } b64_vectors[] = {
 	/* RFC 4648 section 10. */
-	{"", ""},           {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-	{"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+	{ "", "" },
+	{ "f", "Zg==" },
+	{ "fo", "Zm8=" },
+	{ "foo", "Zm9v" },
+	{ "foob", "Zm9vYg==" },
+	{ "fooba", "Zm9vYmE=" },
+	{ "foobar", "Zm9vYmFy" },
 };
 
 static const char *const b64_refused[] = {
@@ -40,9 +45,7 @@ static const char *const b64_refused[] = {
 	"Zm 9v",    /* whitespace */
 	"Zm9v\n",   /* newline */
 	"Zm9-",     /* URL alphabet */
-	"Zm9_",
-	"====",
-	"Z===",
+	"Zm9_",     "====", "Z===",
 };
 
 static void
@@ -66,7 +69,8 @@ test_base64 (void **state)
 		uint8_t *dec = NULL;
 		size_t n = 0;
 		printf ("  refuses \"%s\"\n", b64_refused[i]);
-		assert_int_equal (ab_preview_base64_decode (b64_refused[i], strlen (b64_refused[i]), &dec, &n),
+		assert_int_equal (ab_preview_base64_decode (b64_refused[i], strlen (b64_refused[i]),
+		                                            &dec, &n),
 		                  -1);
 		assert_null (dec);
 	}
@@ -81,7 +85,7 @@ test_base64_binary (void **state)
 	size_t n;
 
 	for (int i = 0; i < 256; i++)
-		all[i] = (uint8_t) i;
+		all[i] = (uint8_t)i;
 	enc = ab_preview_base64_encode (all, sizeof all);
 	assert_int_equal (ab_preview_base64_decode (enc, strlen (enc), &dec, &n), 0);
 	assert_int_equal (n, 256);
@@ -96,30 +100,30 @@ static const struct {
 	const char *json;
 	bool ok;
 } targets[] = {
-	{"{\"hostname\":\"localhost\",\"port\":3000}", true},
-	{"{\"hostname\":\"127.0.0.1\",\"port\":1}", true},
-	{"{\"hostname\":\"my_app.internal-1\",\"port\":65535}", true},
-	{"{\"hostname\":\"A\",\"port\":80}", true},
-	{"{\"hostname\":\"localhost\",\"port\":0}", false},
-	{"{\"hostname\":\"localhost\",\"port\":65536}", false},
-	{"{\"hostname\":\"localhost\",\"port\":\"80\"}", false},
-	{"{\"hostname\":\"localhost\",\"port\":80.5}", false},
-	{"{\"hostname\":\"localhost\"}", false},
-	{"{\"port\":80}", false},
-	{"{\"hostname\":\"\",\"port\":80}", false},
-	{"{\"hostname\":\"-lead\",\"port\":80}", false},
-	{"{\"hostname\":\".lead\",\"port\":80}", false},
-	{"{\"hostname\":\"a b\",\"port\":80}", false},
-	{"{\"hostname\":\"a:b\",\"port\":80}", false},
-	{"{\"hostname\":\"a/b\",\"port\":80}", false},
-	{"{\"hostname\":\"[::1]\",\"port\":80}", false},
-	{"{\"hostname\":\"a\\u0000b\",\"port\":80}", false},
-	{"{\"hostname\":\"h\\u00e9\",\"port\":80}", false},
-	{"{\"hostname\":\"2130706433\",\"port\":80}", false}, /* inet_aton's 127.0.0.1 */
-	{"{\"hostname\":\"127.1\",\"port\":80}", false},
-	{"{\"hostname\":\"0x7f.1\",\"port\":80}", false},
-	{"\"localhost:80\"", false},
-	{"null", false},
+	{ "{\"hostname\":\"localhost\",\"port\":3000}", true },
+	{ "{\"hostname\":\"127.0.0.1\",\"port\":1}", true },
+	{ "{\"hostname\":\"my_app.internal-1\",\"port\":65535}", true },
+	{ "{\"hostname\":\"A\",\"port\":80}", true },
+	{ "{\"hostname\":\"localhost\",\"port\":0}", false },
+	{ "{\"hostname\":\"localhost\",\"port\":65536}", false },
+	{ "{\"hostname\":\"localhost\",\"port\":\"80\"}", false },
+	{ "{\"hostname\":\"localhost\",\"port\":80.5}", false },
+	{ "{\"hostname\":\"localhost\"}", false },
+	{ "{\"port\":80}", false },
+	{ "{\"hostname\":\"\",\"port\":80}", false },
+	{ "{\"hostname\":\"-lead\",\"port\":80}", false },
+	{ "{\"hostname\":\".lead\",\"port\":80}", false },
+	{ "{\"hostname\":\"a b\",\"port\":80}", false },
+	{ "{\"hostname\":\"a:b\",\"port\":80}", false },
+	{ "{\"hostname\":\"a/b\",\"port\":80}", false },
+	{ "{\"hostname\":\"[::1]\",\"port\":80}", false },
+	{ "{\"hostname\":\"a\\u0000b\",\"port\":80}", false },
+	{ "{\"hostname\":\"h\\u00e9\",\"port\":80}", false },
+	{ "{\"hostname\":\"2130706433\",\"port\":80}", false }, /* inet_aton's 127.0.0.1 */
+	{ "{\"hostname\":\"127.1\",\"port\":80}", false },
+	{ "{\"hostname\":\"0x7f.1\",\"port\":80}", false },
+	{ "\"localhost:80\"", false },
+	{ "null", false },
 };
 
 static void
@@ -170,10 +174,18 @@ test_paths (void **state)
 		const char *p;
 		bool ok;
 	} paths[] = {
-		{"/", true},         {"/a/b?c=d&e=%20", true}, {"/~x!$'()*+,;=:@", true},
-		{"", false},         {"a", false},             {"/a b", false},
-		{"/a\r\nX: y", false}, {"/a\tb", false},       {"/a#frag", false},
-		{"/caf\xc3\xa9", false}, {"http://x/", false}, {"/\x7f", false},
+		{ "/", true },
+		{ "/a/b?c=d&e=%20", true },
+		{ "/~x!$'()*+,;=:@", true },
+		{ "", false },
+		{ "a", false },
+		{ "/a b", false },
+		{ "/a\r\nX: y", false },
+		{ "/a\tb", false },
+		{ "/a#frag", false },
+		{ "/caf\xc3\xa9", false },
+		{ "http://x/", false },
+		{ "/\x7f", false },
 	};
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
 		assert_int_equal (ab_preview_path_valid (paths[i].p), paths[i].ok);
@@ -193,10 +205,10 @@ test_request_headers (void **state)
 	memset (long_value, 'v', 8193);
 	long_value[8193] = '\0';
 	h = json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:[s,s], s:i, s:s, s:s, s:s}",
-	               "accept", "text/html", long_name, "x", "x-long", long_value, "x-crlf", "a\r\nX: y",
-	               "bad name", "x", "Host", "evil", "content-length", "5", "Connection", "close",
-	               "transfer-encoding", "chunked", "x-list", "a", "b", "x-number", 5, "x-tab",
-	               "a\tb", "sec-websocket-key", "k", "Upgrade", "h2c");
+	               "accept", "text/html", long_name, "x", "x-long", long_value, "x-crlf",
+	               "a\r\nX: y", "bad name", "x", "Host", "evil", "content-length", "5",
+	               "Connection", "close", "transfer-encoding", "chunked", "x-list", "a", "b",
+	               "x-number", 5, "x-tab", "a\tb", "sec-websocket-key", "k", "Upgrade", "h2c");
 	assert_non_null (h);
 	assert_int_equal (ab_preview_parse_headers (h, AB_PREVIEW_HDRS_HTTP, &out), 0);
 	/* Kept: accept, x-list (joined), x-tab, sec-websocket-key (only the
@@ -251,11 +263,11 @@ test_request_headers (void **state)
 static void
 test_request_head_format (void **state)
 {
-	struct ab_preview_header_s f[] = {{(char *) "accept", (char *) "*/*"}};
-	struct ab_preview_headers_s h = {f, 1};
-	struct ab_preview_http_req_s get = {"GET", "/x?y", "localhost:3000", &h, NULL, 0};
-	struct ab_preview_http_req_s post = {"POST", "/", "h:1", NULL, (const uint8_t *) "abc", 3};
-	struct ab_iobuf_s out = {0};
+	struct ab_preview_header_s f[] = { { (char *)"accept", (char *)"*/*" } };
+	struct ab_preview_headers_s h = { f, 1 };
+	struct ab_preview_http_req_s get = { "GET", "/x?y", "localhost:3000", &h, NULL, 0 };
+	struct ab_preview_http_req_s post = { "POST", "/", "h:1", NULL, (const uint8_t *)"abc", 3 };
+	struct ab_iobuf_s out = { 0 };
 
 	ab_preview_http_format_request (&get, &out);
 	ab_iobuf_append (&out, "", 1);
@@ -264,8 +276,9 @@ test_request_head_format (void **state)
 	ab_iobuf_free (&out);
 	ab_preview_http_format_request (&post, &out);
 	ab_iobuf_append (&out, "", 1);
-	assert_string_equal (ab_iobuf_peek (&out), "POST / HTTP/1.1\r\nHost: h:1\r\n"
-	                                           "Connection: close\r\nContent-Length: 3\r\n\r\n");
+	assert_string_equal (ab_iobuf_peek (&out),
+	                     "POST / HTTP/1.1\r\nHost: h:1\r\n"
+	                     "Connection: close\r\nContent-Length: 3\r\n\r\n");
 	ab_iobuf_free (&out);
 }
 
@@ -284,9 +297,9 @@ test_response_headers_json (void **state)
 	                           "Transfer-Encoding: chunked\r\n"
 	                           "SET-COOKIE: c=3\r\n"
 	                           "\r\n";
-	const struct ab_http_limits_s lim = {.max_head = 4096, .max_fields = 16};
+	const struct ab_http_limits_s lim = { .max_head = 4096, .max_fields = 16 };
 	struct ab_http_field_s fields[16];
-	struct ab_http_head_s h = {.fields = fields};
+	struct ab_http_head_s h = { .fields = fields };
 	struct ab_http_error_s e;
 	json_t *o;
 	char *text;
@@ -294,7 +307,8 @@ test_response_headers_json (void **state)
 	assert_int_equal (ab_http_parse_response (head, sizeof head - 1, &lim, false, &h, &e), 0);
 	o = ab_preview_http_headers_json (&h);
 	text = json_dumps (o, JSON_COMPACT);
-	assert_string_equal (text, "{\"set-cookie\":\"a=1, b=2, c=3\",\"content-type\":\"text/plain\"}");
+	assert_string_equal (text,
+	                     "{\"set-cookie\":\"a=1, b=2, c=3\",\"content-type\":\"text/plain\"}");
 	free (text);
 	json_decref (o);
 }
@@ -304,9 +318,9 @@ test_response_header_limits (void **state)
 {
 	char head[20000];
 	char name[130], value[8200];
-	const struct ab_http_limits_s lim = {.max_head = sizeof head, .max_fields = 16};
+	const struct ab_http_limits_s lim = { .max_head = sizeof head, .max_fields = 16 };
 	struct ab_http_field_s fields[16];
-	struct ab_http_head_s h = {.fields = fields};
+	struct ab_http_head_s h = { .fields = fields };
 	struct ab_http_error_s e;
 	json_t *o;
 
@@ -314,8 +328,9 @@ test_response_header_limits (void **state)
 	name[129] = '\0';
 	memset (value, 'v', 8193);
 	value[8193] = '\0';
-	snprintf (head, sizeof head, "HTTP/1.1 204 No\r\n%s: 1\r\nx-big: %s\r\nx-edge: %.8192s\r\n\r\n",
-	          name, value, value);
+	snprintf (head, sizeof head,
+	          "HTTP/1.1 204 No\r\n%s: 1\r\nx-big: %s\r\nx-edge: %.8192s\r\n\r\n", name, value,
+	          value);
 	assert_int_equal (ab_http_parse_response (head, strlen (head), &lim, false, &h, &e), 0);
 	o = ab_preview_http_headers_json (&h);
 	assert_int_equal (json_object_size (o), 1);
@@ -329,13 +344,13 @@ static const struct {
 	int verdict; /* 0 done, -1 malformed, -2 too big, 1 needs more */
 	const char *data;
 } chunked_cases[] = {
-	{"two chunks", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 0, "hello world"},
-	{"extension and trailer", "3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n", 0, "abc"},
-	{"hex size", "A\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789"},
-	{"not finished", "5\r\nhel", 1, "hel"},
-	{"missing CRLF after data", "3\r\nabcX\r\n0\r\n\r\n", -1, NULL},
-	{"bad size", "g\r\n", -1, NULL},
-	{"over the limit", "20\r\n0123456789abcdef0123456789abcdef\r\n0\r\n\r\n", -2, NULL},
+	{ "two chunks", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 0, "hello world" },
+	{ "extension and trailer", "3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n", 0, "abc" },
+	{ "hex size", "A\r\n0123456789\r\n0\r\n\r\n", 0, "0123456789" },
+	{ "not finished", "5\r\nhel", 1, "hel" },
+	{ "missing CRLF after data", "3\r\nabcX\r\n0\r\n\r\n", -1, NULL },
+	{ "bad size", "g\r\n", -1, NULL },
+	{ "over the limit", "20\r\n0123456789abcdef0123456789abcdef\r\n0\r\n\r\n", -2, NULL },
 };
 
 static void
@@ -345,7 +360,7 @@ test_dechunk (void **state)
 		const char *in = chunked_cases[i].in;
 		struct ab_http_chunked_s c;
 		struct ab_http_error_s e;
-		struct ab_iobuf_s out = {0};
+		struct ab_iobuf_s out = { 0 };
 		ssize_t n = 0;
 		int verdict;
 
@@ -358,11 +373,12 @@ test_dechunk (void **state)
 			if (n < 0)
 				break;
 		}
-		verdict = n < 0 ? (int) n : c.done ? 0 : 1;
+		verdict = n < 0 ? (int)n : c.done ? 0 : 1;
 		assert_int_equal (verdict, chunked_cases[i].verdict);
 		if (chunked_cases[i].data) {
 			assert_int_equal (ab_iobuf_len (&out), strlen (chunked_cases[i].data));
-			assert_memory_equal (ab_iobuf_peek (&out), chunked_cases[i].data, ab_iobuf_len (&out));
+			assert_memory_equal (ab_iobuf_peek (&out), chunked_cases[i].data,
+			                     ab_iobuf_len (&out));
 		}
 		ab_iobuf_free (&out);
 	}
@@ -374,7 +390,7 @@ test_dechunk_stops_at_message_end (void **state)
 	static const char in[] = "2\r\nab\r\n0\r\n\r\nGET / HTTP/1.1\r\n";
 	struct ab_http_chunked_s c;
 	struct ab_http_error_s e;
-	struct ab_iobuf_s out = {0};
+	struct ab_iobuf_s out = { 0 };
 
 	ab_http_chunked_init (&c);
 	assert_int_equal (ab_preview_dechunk (&c, in, sizeof in - 1, &out, 100, &e), 12);
@@ -405,7 +421,8 @@ publish (struct ab_signal_store_s *s, const char *session, const char *role, int
 	json_int_t seq;
 
 	snprintf (doc, sizeof doc,
-	          "{\"sessionId\":\"%s\",\"role\":\"%s\",\"type\":\"candidate\",\"payload\":{\"n\":%d}}",
+	          "{\"sessionId\":\"%s\",\"role\":\"%s\",\"type\":\"candidate\",\"payload\":{\"n\":"
+	          "%d}}",
 	          session, role, n);
 	assert_int_equal (handle (s, doc, &a), 200);
 	seq = json_integer_value (json_object_get (a, "sequence"));
@@ -424,11 +441,13 @@ poll_seqs (struct ab_signal_store_s *s, const char *session, const char *role, l
 	json_t *m;
 	size_t i, n;
 
-	snprintf (doc, sizeof doc, "{\"sessionId\":\"%s\",\"role\":\"%s\",\"type\":\"poll\",\"sequence\":%ld}",
+	snprintf (doc, sizeof doc,
+	          "{\"sessionId\":\"%s\",\"role\":\"%s\",\"type\":\"poll\",\"sequence\":%ld}",
 	          session, role, after);
 	assert_int_equal (handle (s, doc, &a), 200);
 	n = json_array_size (json_object_get (a, "messages"));
-	json_array_foreach (json_object_get (a, "messages"), i, m) {
+	json_array_foreach (json_object_get (a, "messages"), i, m)
+	{
 		if (i < max)
 			seqs[i] = json_integer_value (json_object_get (m, "sequence"));
 		assert_string_equal (json_string_value (json_object_get (m, "sessionId")), session);
@@ -466,13 +485,17 @@ test_signal_ordering_and_roles (void **state)
 	assert_int_equal (handle (s, "{\"sessionId\":\"s1\",\"type\":\"poll\"}", &a), 200);
 	assert_int_equal (json_array_size (json_object_get (a, "messages")), 2);
 	json_decref (a);
-	assert_int_equal (handle (s, "{\"sessionId\":\"s3\",\"type\":\"offer\",\"payload\":\"sdp\"}", &a), 200);
+	assert_int_equal (
+	        handle (s, "{\"sessionId\":\"s3\",\"type\":\"offer\",\"payload\":\"sdp\"}", &a),
+	        200);
 	json_decref (a);
-	assert_int_equal (handle (s, "{\"sessionId\":\"s3\",\"role\":\"host\",\"type\":\"poll\"}", &a), 200);
+	assert_int_equal (
+	        handle (s, "{\"sessionId\":\"s3\",\"role\":\"host\",\"type\":\"poll\"}", &a), 200);
 	{
 		char *text = json_dumps (json_object_get (a, "messages"), JSON_COMPACT);
-		assert_string_equal (text, "[{\"sessionId\":\"s3\",\"role\":\"viewer\",\"type\":\"offer\","
-		                           "\"payload\":\"sdp\",\"sequence\":1}]");
+		assert_string_equal (
+		        text, "[{\"sessionId\":\"s3\",\"role\":\"viewer\",\"type\":\"offer\","
+		              "\"payload\":\"sdp\",\"sequence\":1}]");
 		free (text);
 	}
 	json_decref (a);
@@ -543,8 +566,10 @@ test_signal_invalid (void **state)
 static void
 test_signal_bounds (void **state)
 {
-	struct ab_signal_limits_s lim = {
-		.max_messages = 8, .max_session_bytes = 1000, .max_sessions = 3, .max_total_bytes = 2500};
+	struct ab_signal_limits_s lim = { .max_messages = 8,
+		                          .max_session_bytes = 1000,
+		                          .max_sessions = 3,
+		                          .max_total_bytes = 2500 };
 	struct ab_signal_store_s *s = ab_signal_store_new (&lim);
 	json_int_t seqs[16];
 	char id[16];
@@ -587,20 +612,23 @@ test_cdp (void **state)
 		const char *in;
 		const char *op;
 	} cases[] = {
-		{"{\"operation\":\"screenshot\"}", "screenshot"},
-		{"{\"operation\":5}", "unknown"},
-		{"{}", "unknown"},
-		{"not json", "unknown"},
-		{NULL, "unknown"},
+		{ "{\"operation\":\"screenshot\"}", "screenshot" },
+		{ "{\"operation\":5}", "unknown" },
+		{ "{}", "unknown" },
+		{ "not json", "unknown" },
+		{ NULL, "unknown" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		json_t *a = ab_preview_cdp_answer (cases[i].in, cases[i].in ? strlen (cases[i].in) : 0);
+		json_t *a =
+		        ab_preview_cdp_answer (cases[i].in, cases[i].in ? strlen (cases[i].in) : 0);
 		char *text = json_dumps (a, JSON_COMPACT);
 		char want[512];
 
 		snprintf (want, sizeof want,
-		          "{\"ok\":false,\"operation\":\"%s\",\"error\":{\"code\":\"automation_unsupported\","
-		          "\"message\":\"this sandbox image is headless; browser automation is unavailable\"}}",
+		          "{\"ok\":false,\"operation\":\"%s\",\"error\":{\"code\":\"automation_"
+		          "unsupported\","
+		          "\"message\":\"this sandbox image is headless; browser automation is "
+		          "unavailable\"}}",
 		          cases[i].op);
 		assert_string_equal (text, want);
 		free (text);

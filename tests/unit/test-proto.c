@@ -28,8 +28,8 @@
 static void
 test_tlv_round_trip (void **state)
 {
-	static const uint8_t bin[] = {0, 1, 0, 0xff, 0};
-	struct ab_tlv_writer_s w = {0};
+	static const uint8_t bin[] = { 0, 1, 0, 0xff, 0 };
+	struct ab_tlv_writer_s w = { 0 };
 	struct ab_tlv_reader_s r;
 	struct ab_tlv_s t;
 	ab_error_t err = AB_ERROR_INIT;
@@ -95,15 +95,32 @@ static const struct {
 	const char *bytes;
 	size_t len;
 } bad_tlv[] = {
-	{"1-byte header", "\x00", 1},
-	{"2-byte header", "\x00\x02", 2},
-	{"5-byte header", "\x00\x02\x00\x00\x00", 5},
-	{"length 1 past the end", "\x00\x02\x00\x00\x00\x03" "ab", 8},
-	{"length 10, 4 bytes", "\x00\x02\x00\x00\x00\x0a" "abcd", 10},
-	{"length 2^32-1", "\x00\x02\xff\xff\xff\xff" "abcd", 10},
-	{"length 2^31", "\x00\x02\x80\x00\x00\x00", 6},
-	{"good record then a truncated header", "\x00\x02\x00\x00\x00\x01" "a" "\x00\x03\x00", 10},
-	{"good record then an overlong one", "\x00\x02\x00\x00\x00\x00" "\x00\x03\x00\x00\x01\x00" "x", 13},
+	{ "1-byte header", "\x00", 1 },
+	{ "2-byte header", "\x00\x02", 2 },
+	{ "5-byte header", "\x00\x02\x00\x00\x00", 5 },
+	{ "length 1 past the end",
+	  "\x00\x02\x00\x00\x00\x03"
+	  "ab",
+	  8 },
+	{ "length 10, 4 bytes",
+	  "\x00\x02\x00\x00\x00\x0a"
+	  "abcd",
+	  10 },
+	{ "length 2^32-1",
+	  "\x00\x02\xff\xff\xff\xff"
+	  "abcd",
+	  10 },
+	{ "length 2^31", "\x00\x02\x80\x00\x00\x00", 6 },
+	{ "good record then a truncated header",
+	  "\x00\x02\x00\x00\x00\x01"
+	  "a"
+	  "\x00\x03\x00",
+	  10 },
+	{ "good record then an overlong one",
+	  "\x00\x02\x00\x00\x00\x00"
+	  "\x00\x03\x00\x00\x01\x00"
+	  "x",
+	  13 },
 };
 
 static void
@@ -115,10 +132,11 @@ test_tlv_malformed (void **state)
 		ab_error_t err = AB_ERROR_INIT;
 		int k;
 
-		ab_tlv_reader_init (&r, (const uint8_t *) bad_tlv[i].bytes, bad_tlv[i].len);
+		ab_tlv_reader_init (&r, (const uint8_t *)bad_tlv[i].bytes, bad_tlv[i].len);
 		while ((k = ab_tlv_next (&r, &t, &err)) > 0)
 			/* every record handed out lies inside the payload */
-			assert_true (t.value + t.length <= (const uint8_t *) bad_tlv[i].bytes + bad_tlv[i].len);
+			assert_true (t.value + t.length
+			             <= (const uint8_t *)bad_tlv[i].bytes + bad_tlv[i].len);
 		if (k != -1)
 			fail_msg ("%s: accepted", bad_tlv[i].name);
 		assert_int_equal (err.kind, AB_E_INVALID);
@@ -133,13 +151,14 @@ test_tlv_string_with_nul (void **state)
 		uint32_t len;
 		const char *want; /* NULL = refused */
 	} cases[] = {
-		{"abc", 3, "abc"}, {"", 0, ""},   {"a\0b", 3, NULL},
-		{"\0", 1, NULL},   {"ab\0", 3, NULL}, {"/bin/sh\0-c", 10, NULL},
+		{ "abc", 3, "abc" }, { "", 0, "" },       { "a\0b", 3, NULL },
+		{ "\0", 1, NULL },   { "ab\0", 3, NULL }, { "/bin/sh\0-c", 10, NULL },
 	};
 
 	for (size_t i = 0; i < N (cases); i++) {
-		struct ab_tlv_s t = {.tag = AB_TAG_ARG, .length = cases[i].len,
-		                     .value = (const uint8_t *) cases[i].bytes};
+		struct ab_tlv_s t = { .tag = AB_TAG_ARG,
+			              .length = cases[i].len,
+			              .value = (const uint8_t *)cases[i].bytes };
 		ab_error_t err = AB_ERROR_INIT;
 		char *s = ab_tlv_strdup (&t, &err);
 
@@ -157,11 +176,11 @@ test_tlv_string_with_nul (void **state)
 static void
 test_tlv_integer_width (void **state)
 {
-	static const uint8_t bytes[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-	static const uint32_t lengths[] = {0, 1, 3, 4, 5, 7, 8, 9};
+	static const uint8_t bytes[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	static const uint32_t lengths[] = { 0, 1, 3, 4, 5, 7, 8, 9 };
 
 	for (size_t i = 0; i < N (lengths); i++) {
-		struct ab_tlv_s t = {.tag = AB_TAG_UID, .length = lengths[i], .value = bytes};
+		struct ab_tlv_s t = { .tag = AB_TAG_UID, .length = lengths[i], .value = bytes };
 		ab_error_t e32 = AB_ERROR_INIT, e64 = AB_ERROR_INIT;
 		uint32_t v32 = 0xaaaaaaaa;
 		uint64_t v64 = 0xaaaaaaaa;
@@ -194,10 +213,10 @@ test_header_round_trip (void **state)
 		uint16_t type;
 		uint32_t channel, length;
 	} cases[] = {
-		{AB_MSG_EXEC, 0, 0},
-		{AB_MSG_EXIT, 7, 1234},
-		{0xffff, 0xffffffff, AB_PROTO_MAX_PAYLOAD},
-		{AB_MSG_HELLO, 1, 1},
+		{ AB_MSG_EXEC, 0, 0 },
+		{ AB_MSG_EXIT, 7, 1234 },
+		{ 0xffff, 0xffffffff, AB_PROTO_MAX_PAYLOAD },
+		{ AB_MSG_HELLO, 1, 1 },
 	};
 
 	for (size_t i = 0; i < N (cases); i++) {
@@ -233,10 +252,10 @@ test_header_refused (void **state)
 		uint8_t bytes[AB_PROTO_HEADER_SIZE];
 		ab_error_kind kind;
 	} cases[] = {
-		{"length max+1", {0x00, 0x10, 0x00, 0x01, 0, 2, 0, 0, 0, 0, 0, 0}, AB_E_LIMIT},
-		{"length 2^32-1", {0xff, 0xff, 0xff, 0xff, 0, 2, 0, 0, 0, 0, 0, 0}, AB_E_LIMIT},
-		{"flag 0x0001", {0, 0, 0, 4, 0, 2, 0x00, 0x01, 0, 0, 0, 0}, AB_E_INVALID},
-		{"flag 0x8000", {0, 0, 0, 4, 0, 2, 0x80, 0x00, 0, 0, 0, 0}, AB_E_INVALID},
+		{ "length max+1", { 0x00, 0x10, 0x00, 0x01, 0, 2, 0, 0, 0, 0, 0, 0 }, AB_E_LIMIT },
+		{ "length 2^32-1", { 0xff, 0xff, 0xff, 0xff, 0, 2, 0, 0, 0, 0, 0, 0 }, AB_E_LIMIT },
+		{ "flag 0x0001", { 0, 0, 0, 4, 0, 2, 0x00, 0x01, 0, 0, 0, 0 }, AB_E_INVALID },
+		{ "flag 0x8000", { 0, 0, 0, 4, 0, 2, 0x80, 0x00, 0, 0, 0, 0 }, AB_E_INVALID },
 	};
 
 	for (size_t i = 0; i < N (cases); i++) {
@@ -299,15 +318,17 @@ test_frame_max_payload (void **state)
 
 	assert_non_null (big);
 	for (size_t i = 0; i < AB_PROTO_MAX_PAYLOAD; i++)
-		big[i] = (uint8_t) (i * 7 + 3);
+		big[i] = (uint8_t)(i * 7 + 3);
 	pair (sv);
 	pid = fork ();
 	assert_true (pid >= 0);
 	if (pid == 0) {
 		close (sv[1]);
-		_exit (ab_frame_send (sv[0], AB_MSG_EXEC, 0, big, AB_PROTO_MAX_PAYLOAD, NULL, 0, &err) == 0
-		           ? 0
-		           : 1);
+		_exit (ab_frame_send (sv[0], AB_MSG_EXEC, 0, big, AB_PROTO_MAX_PAYLOAD, NULL, 0,
+		                      &err)
+		                       == 0
+		               ? 0
+		               : 1);
 	}
 	close (sv[0]);
 	assert_int_equal (ab_frame_recv (sv[1], &f, NULL, 0, NULL, &err), 1);
@@ -328,8 +349,9 @@ test_frame_send_oversize (void **state)
 
 	pair (sv);
 	/* refused before a byte is read from the (unused) payload pointer */
-	assert_true (ab_frame_send (sv[0], AB_MSG_EXEC, 0, "", (size_t) AB_PROTO_MAX_PAYLOAD + 1, NULL,
-	                            0, &err) < 0);
+	assert_true (ab_frame_send (sv[0], AB_MSG_EXEC, 0, "", (size_t)AB_PROTO_MAX_PAYLOAD + 1,
+	                            NULL, 0, &err)
+	             < 0);
 	assert_int_equal (err.kind, AB_E_LIMIT);
 	close (sv[0]);
 	close (sv[1]);
@@ -342,24 +364,26 @@ static const struct {
 	size_t len;
 	ab_error_kind kind;
 } bad_streams[] = {
-	{"EOF inside the header", "\x00\x00\x00\x04\x00", 5, AB_E_INVALID},
-	{"EOF inside the payload", "\x00\x00\x00\x04\x00\x02\x00\x00\x00\x00\x00\x00" "ab", 14,
-	 AB_E_INVALID},
-	{"oversize length", "\x7f\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00", 12, AB_E_LIMIT},
-	{"unknown flags", "\x00\x00\x00\x00\x00\x02\x00\x04\x00\x00\x00\x00", 12, AB_E_INVALID},
+	{ "EOF inside the header", "\x00\x00\x00\x04\x00", 5, AB_E_INVALID },
+	{ "EOF inside the payload",
+	  "\x00\x00\x00\x04\x00\x02\x00\x00\x00\x00\x00\x00"
+	  "ab",
+	  14, AB_E_INVALID },
+	{ "oversize length", "\x7f\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00", 12, AB_E_LIMIT },
+	{ "unknown flags", "\x00\x00\x00\x00\x00\x02\x00\x04\x00\x00\x00\x00", 12, AB_E_INVALID },
 };
 
 static void
 test_frame_recv_malformed (void **state)
 {
 	for (size_t i = 0; i < N (bad_streams); i++) {
-		struct ab_frame_s f = {0};
+		struct ab_frame_s f = { 0 };
 		ab_error_t err = AB_ERROR_INIT;
 		int sv[2];
 
 		pair (sv);
 		assert_int_equal (write (sv[0], bad_streams[i].bytes, bad_streams[i].len),
-		                  (ssize_t) bad_streams[i].len);
+		                  (ssize_t)bad_streams[i].len);
 		close (sv[0]);
 		if (ab_frame_recv (sv[1], &f, NULL, 0, NULL, &err) != -1)
 			fail_msg ("%s: accepted", bad_streams[i].name);
@@ -374,9 +398,9 @@ test_frame_fd_passing (void **state)
 {
 	struct ab_frame_s f;
 	ab_error_t err = AB_ERROR_INIT;
-	int sv[2], p[2], fds[4] = {-1, -1, -1, -1}, send_fds[2];
+	int sv[2], p[2], fds[4] = { -1, -1, -1, -1 }, send_fds[2];
 	size_t n_fds = 99;
-	char buf[8] = {0};
+	char buf[8] = { 0 };
 
 	pair (sv);
 	assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
@@ -421,15 +445,25 @@ test_frame_fd_passing (void **state)
 static void
 test_exec_round_trip (void **state)
 {
-	char *argv[] = {"/bin/sh", "-c", "echo 'a b'", "", NULL};
-	char *env[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "EMPTY=", NULL};
-	char *rw[] = {"/workspace", "/tmp", NULL};
+	char *argv[] = { "/bin/sh", "-c", "echo 'a b'", "", NULL };
+	char *env[] = { "PATH=/usr/bin:/bin", "HOME=/tmp", "EMPTY=", NULL };
+	char *rw[] = { "/workspace", "/tmp", NULL };
 	struct ab_exec_msg_s in = {
-		.argv = argv, .env = env, .cwd = "/workspace", .uid = 1000, .gid = 4294967294u,
-		.tty = true, .rows = 50, .cols = 132, .timeout_ms = UINT64_C (1) << 40,
-		.grace_ms = 5000, .nofile = 1024, .rw_paths = rw, .n_rw_paths = 2,
+		.argv = argv,
+		.env = env,
+		.cwd = "/workspace",
+		.uid = 1000,
+		.gid = 4294967294u,
+		.tty = true,
+		.rows = 50,
+		.cols = 132,
+		.timeout_ms = UINT64_C (1) << 40,
+		.grace_ms = 5000,
+		.nofile = 1024,
+		.rw_paths = rw,
+		.n_rw_paths = 2,
 	};
-	struct ab_tlv_writer_s w = {0};
+	struct ab_tlv_writer_s w = { 0 };
 	struct ab_exec_msg_s out;
 	ab_error_t err = AB_ERROR_INIT;
 
@@ -464,7 +498,7 @@ test_exec_round_trip (void **state)
 static void
 test_exec_defaults (void **state)
 {
-	struct ab_tlv_writer_s w = {0};
+	struct ab_tlv_writer_s w = { 0 };
 	struct ab_exec_msg_s out;
 	ab_error_t err = AB_ERROR_INIT;
 
@@ -496,25 +530,43 @@ static const struct {
 	struct rec_s recs[4];
 	ab_error_kind kind;
 } bad_exec[] = {
-	{"empty payload", {{REC_END}}, AB_E_INVALID},
-	{"no argv", {{REC_STR, AB_TAG_CWD, "/"}, {REC_STR, AB_TAG_ENV, "A=1"}}, AB_E_INVALID},
-	{"unknown tag", {{REC_STR, AB_TAG_ARG, "true"}, {REC_STR, 999, "x"}}, AB_E_INVALID},
-	{"reply tag in a request", {{REC_STR, AB_TAG_ARG, "true"}, {REC_U32, AB_TAG_PID}}, AB_E_INVALID},
-	{"NUL inside an argument", {{REC_RAW, AB_TAG_ARG, "tr\0ue", 5}}, AB_E_INVALID},
-	{"NUL inside env", {{REC_STR, AB_TAG_ARG, "true"}, {REC_RAW, AB_TAG_ENV, "A=1\0B=2", 7}},
-	 AB_E_INVALID},
-	{"NUL inside cwd", {{REC_STR, AB_TAG_ARG, "true"}, {REC_RAW, AB_TAG_CWD, "/\0tmp", 5}},
-	 AB_E_INVALID},
-	{"uid as u64", {{REC_STR, AB_TAG_ARG, "true"}, {REC_U64, AB_TAG_UID}}, AB_E_INVALID},
-	{"tty as 1 byte", {{REC_STR, AB_TAG_ARG, "true"}, {REC_RAW, AB_TAG_TTY, "\1", 1}}, AB_E_INVALID},
-	{"timeout as u32", {{REC_STR, AB_TAG_ARG, "true"}, {REC_U32, AB_TAG_TIMEOUT_MS}}, AB_E_INVALID},
-	{"nofile as 7 bytes", {{REC_STR, AB_TAG_ARG, "true"}, {REC_RAW, AB_TAG_NOFILE, "1234567", 7}},
-	 AB_E_INVALID},
-	{"truncated header after a good record",
-	 {{REC_STR, AB_TAG_ARG, "true"}, {REC_JUNK, 0, "\x00\x02\x00", 3}}, AB_E_INVALID},
-	{"overlong record after a good one",
-	 {{REC_STR, AB_TAG_ARG, "true"}, {REC_JUNK, 0, "\x00\x02\x00\x00\x00\x09" "abc", 9}},
-	 AB_E_INVALID},
+	{ "empty payload", { { REC_END } }, AB_E_INVALID },
+	{ "no argv",
+	  { { REC_STR, AB_TAG_CWD, "/" }, { REC_STR, AB_TAG_ENV, "A=1" } },
+	  AB_E_INVALID },
+	{ "unknown tag", { { REC_STR, AB_TAG_ARG, "true" }, { REC_STR, 999, "x" } }, AB_E_INVALID },
+	{ "reply tag in a request",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_U32, AB_TAG_PID } },
+	  AB_E_INVALID },
+	{ "NUL inside an argument", { { REC_RAW, AB_TAG_ARG, "tr\0ue", 5 } }, AB_E_INVALID },
+	{ "NUL inside env",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_RAW, AB_TAG_ENV, "A=1\0B=2", 7 } },
+	  AB_E_INVALID },
+	{ "NUL inside cwd",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_RAW, AB_TAG_CWD, "/\0tmp", 5 } },
+	  AB_E_INVALID },
+	{ "uid as u64",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_U64, AB_TAG_UID } },
+	  AB_E_INVALID },
+	{ "tty as 1 byte",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_RAW, AB_TAG_TTY, "\1", 1 } },
+	  AB_E_INVALID },
+	{ "timeout as u32",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_U32, AB_TAG_TIMEOUT_MS } },
+	  AB_E_INVALID },
+	{ "nofile as 7 bytes",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_RAW, AB_TAG_NOFILE, "1234567", 7 } },
+	  AB_E_INVALID },
+	{ "truncated header after a good record",
+	  { { REC_STR, AB_TAG_ARG, "true" }, { REC_JUNK, 0, "\x00\x02\x00", 3 } },
+	  AB_E_INVALID },
+	{ "overlong record after a good one",
+	  { { REC_STR, AB_TAG_ARG, "true" },
+	    { REC_JUNK, 0,
+	      "\x00\x02\x00\x00\x00\x09"
+	      "abc",
+	      9 } },
+	  AB_E_INVALID },
 };
 
 static void
@@ -546,12 +598,13 @@ static void
 test_exec_decode_refused (void **state)
 {
 	for (size_t i = 0; i < N (bad_exec); i++) {
-		struct ab_tlv_writer_s w = {0};
+		struct ab_tlv_writer_s w = { 0 };
 		struct ab_exec_msg_s out;
 		ab_error_t err = AB_ERROR_INIT;
 
 		build_bad (i, &w);
-		if (ab_exec_msg_decode (w.buf ? w.buf : (const uint8_t *) "", w.len, &out, &err) != -1)
+		if (ab_exec_msg_decode (w.buf ? w.buf : (const uint8_t *)"", w.len, &out, &err)
+		    != -1)
 			fail_msg ("%s: accepted", bad_exec[i].name);
 		assert_int_equal (err.kind, bad_exec[i].kind);
 		assert_true (strlen (err.msg) > 0);
@@ -571,11 +624,11 @@ test_exec_decode_garbage (void **state)
 	for (int round = 0; round < 20000; round++) {
 		struct ab_exec_msg_s out;
 		ab_error_t err = AB_ERROR_INIT;
-		size_t len = (size_t) (round % (int) sizeof buf);
+		size_t len = (size_t)(round % (int)sizeof buf);
 
 		for (size_t i = 0; i < len; i++) {
 			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-			buf[i] = (uint8_t) x;
+			buf[i] = (uint8_t)x;
 			/* small tags and lengths now and then, so records nest and parse */
 			if (i % 6 == 0 && (x & 0x300) == 0)
 				buf[i] = 0;

@@ -37,20 +37,35 @@ static const struct {
 	const char *http;
 	const char *no_proxy;
 } env_cases[] = {
-	{{{{NULL, NULL}}}, NULL, NULL, NULL},
-	{{{{"HTTPS_PROXY", "A"}, {"https_proxy", "B"}, {"ALL_PROXY", "C"}, {"all_proxy", "D"}}}, "A", "C", NULL},
-	{{{{"https_proxy", "B"}, {"ALL_PROXY", "C"}, {"all_proxy", "D"}}}, "B", "C", NULL},
-	{{{{"all_proxy", "D"}}}, "D", "D", NULL},
+	{ { { { NULL, NULL } } }, NULL, NULL, NULL },
+	{ { { { "HTTPS_PROXY", "A" },
+	      { "https_proxy", "B" },
+	      { "ALL_PROXY", "C" },
+	      { "all_proxy", "D" } } },
+	  "A",
+	  "C",
+	  NULL },
+	{ { { { "https_proxy", "B" }, { "ALL_PROXY", "C" }, { "all_proxy", "D" } } },
+	  "B",
+	  "C",
+	  NULL },
+	{ { { { "all_proxy", "D" } } }, "D", "D", NULL },
 	/* empty values fall through to the next name */
-	{{{{"HTTPS_PROXY", ""}, {"https_proxy", ""}, {"ALL_PROXY", "C"}}}, "C", "C", NULL},
-	{{{{"HTTP_PROXY", "H"}, {"http_proxy", "h"}, {"ALL_PROXY", "C"}}}, "C", "H", NULL},
-	{{{{"http_proxy", "h"}, {"all_proxy", "d"}}}, "d", "h", NULL},
-	{{{{"HTTP_PROXY", ""}, {"http_proxy", ""}}}, NULL, NULL, NULL},
-	{{{{"NO_PROXY", "a"}, {"no_proxy", "b"}}}, NULL, NULL, "a"},
-	{{{{"NO_PROXY", ""}, {"no_proxy", "b"}}}, NULL, NULL, "b"},
+	{ { { { "HTTPS_PROXY", "" }, { "https_proxy", "" }, { "ALL_PROXY", "C" } } },
+	  "C",
+	  "C",
+	  NULL },
+	{ { { { "HTTP_PROXY", "H" }, { "http_proxy", "h" }, { "ALL_PROXY", "C" } } },
+	  "C",
+	  "H",
+	  NULL },
+	{ { { { "http_proxy", "h" }, { "all_proxy", "d" } } }, "d", "h", NULL },
+	{ { { { "HTTP_PROXY", "" }, { "http_proxy", "" } } }, NULL, NULL, NULL },
+	{ { { { "NO_PROXY", "a" }, { "no_proxy", "b" } } }, NULL, NULL, "a" },
+	{ { { { "NO_PROXY", "" }, { "no_proxy", "b" } } }, NULL, NULL, "b" },
 	/* HTTPS_PROXY never serves http targets, nor HTTP_PROXY https ones */
-	{{{{"HTTPS_PROXY", "S"}}}, "S", NULL, NULL},
-	{{{{"HTTP_PROXY", "P"}}}, NULL, "P", NULL},
+	{ { { { "HTTPS_PROXY", "S" } } }, "S", NULL, NULL },
+	{ { { { "HTTP_PROXY", "P" } } }, NULL, "P", NULL },
 };
 
 static void
@@ -66,7 +81,7 @@ test_env_order (void **state)
 {
 	for (size_t i = 0; i < N (env_cases); i++) {
 		struct ab_proxy_env_s pe;
-		ab_proxy_env_load (&pe, fake_lookup, (void *) &env_cases[i].env);
+		ab_proxy_env_load (&pe, fake_lookup, (void *)&env_cases[i].env);
 		check_str ("https", i, pe.https_proxy, env_cases[i].https);
 		check_str ("http", i, pe.http_proxy, env_cases[i].http);
 		check_str ("no_proxy", i, pe.no_proxy, env_cases[i].no_proxy);
@@ -82,68 +97,69 @@ static const struct {
 	uint16_t port;
 	bool bypass;
 } np_cases[] = {
-	{NULL, "example.com", 443, false},
-	{"", "example.com", 443, false},
-	{"*", "example.com", 443, true},
-	{"*", "10.0.0.1", 80, true},
-	{"foo.com, *", "example.com", 443, true},
+	{ NULL, "example.com", 443, false },
+	{ "", "example.com", 443, false },
+	{ "*", "example.com", 443, true },
+	{ "*", "10.0.0.1", 80, true },
+	{ "foo.com, *", "example.com", 443, true },
 	/* a domain matches itself and its subdomains, with or without the dot */
-	{"example.com", "example.com", 443, true},
-	{"example.com", "api.example.com", 443, true},
-	{"example.com", "a.b.example.com", 443, true},
-	{".example.com", "example.com", 443, true},
-	{".example.com", "api.example.com", 443, true},
-	{"*.example.com", "api.example.com", 443, true},
-	{"*.example.com", "example.com", 443, true},
-	{"example.com", "notexample.com", 443, false},
-	{"example.com", "example.com.evil.net", 443, false},
-	{"api.example.com", "example.com", 443, false},
+	{ "example.com", "example.com", 443, true },
+	{ "example.com", "api.example.com", 443, true },
+	{ "example.com", "a.b.example.com", 443, true },
+	{ ".example.com", "example.com", 443, true },
+	{ ".example.com", "api.example.com", 443, true },
+	{ "*.example.com", "api.example.com", 443, true },
+	{ "*.example.com", "example.com", 443, true },
+	{ "example.com", "notexample.com", 443, false },
+	{ "example.com", "example.com.evil.net", 443, false },
+	{ "api.example.com", "example.com", 443, false },
 	/* case, trailing dot */
-	{"EXAMPLE.Com", "api.example.com", 443, true},
-	{"example.com.", "example.com", 443, true},
-	{".example.com.", "x.example.com", 443, true},
+	{ "EXAMPLE.Com", "api.example.com", 443, true },
+	{ "example.com.", "example.com", 443, true },
+	{ ".example.com.", "x.example.com", 443, true },
 	/* separators: commas and spaces, empty entries ignored */
-	{"a.com,b.com", "b.com", 443, true},
-	{"a.com b.com", "b.com", 443, true},
-	{" a.com ,, b.com ", "b.com", 443, true},
-	{"a.com\tb.com", "b.com", 443, true},
-	{"a.com,b.com", "c.com", 443, false},
+	{ "a.com,b.com", "b.com", 443, true },
+	{ "a.com b.com", "b.com", 443, true },
+	{ " a.com ,, b.com ", "b.com", 443, true },
+	{ "a.com\tb.com", "b.com", 443, true },
+	{ "a.com,b.com", "c.com", 443, false },
 	/* ports */
-	{"example.com:443", "example.com", 443, true},
-	{"example.com:443", "example.com", 8443, false},
-	{"example.com:8443", "api.example.com", 8443, true},
-	{"example.com:", "example.com", 443, false},
-	{"example.com:x", "example.com", 443, false},
-	{"example.com:99999", "example.com", 443, false},
+	{ "example.com:443", "example.com", 443, true },
+	{ "example.com:443", "example.com", 8443, false },
+	{ "example.com:8443", "api.example.com", 8443, true },
+	{ "example.com:", "example.com", 443, false },
+	{ "example.com:x", "example.com", 443, false },
+	{ "example.com:99999", "example.com", 443, false },
 	/* IP literals: the address only, any spelling */
-	{"127.0.0.1", "127.0.0.1", 443, true},
-	{"127.0.0.1", "127.0.0.2", 443, false},
-	{"127.0.0.1:8080", "127.0.0.1", 8080, true},
-	{"127.0.0.1:8080", "127.0.0.1", 80, false},
-	{"[::1]", "::1", 443, true},
-	{"::1", "::1", 443, true},
-	{"[::1]:443", "::1", 443, true},
-	{"[::1]:443", "::1", 80, false},
-	{"[0:0::1]", "::1", 443, true},
-	{"[2001:db8::1]", "2001:db8::2", 443, false},
-	{"1.2.3.4", "x.1.2.3.4", 443, false},
-	{"[::1", "::1", 443, false},
+	{ "127.0.0.1", "127.0.0.1", 443, true },
+	{ "127.0.0.1", "127.0.0.2", 443, false },
+	{ "127.0.0.1:8080", "127.0.0.1", 8080, true },
+	{ "127.0.0.1:8080", "127.0.0.1", 80, false },
+	{ "[::1]", "::1", 443, true },
+	{ "::1", "::1", 443, true },
+	{ "[::1]:443", "::1", 443, true },
+	{ "[::1]:443", "::1", 80, false },
+	{ "[0:0::1]", "::1", 443, true },
+	{ "[2001:db8::1]", "2001:db8::2", 443, false },
+	{ "1.2.3.4", "x.1.2.3.4", 443, false },
+	{ "[::1", "::1", 443, false },
 	/* garbage entries never match and never break the others */
-	{"bad..name, example.com", "example.com", 443, true},
-	{".", "example.com", 443, false},
-	{":443", "example.com", 443, false},
-	{"**", "example.com", 443, false},
+	{ "bad..name, example.com", "example.com", 443, true },
+	{ ".", "example.com", 443, false },
+	{ ":443", "example.com", 443, false },
+	{ "**", "example.com", 443, false },
 };
 
 static void
 test_no_proxy (void **state)
 {
 	for (size_t i = 0; i < N (np_cases); i++) {
-		bool got = ab_no_proxy_match (np_cases[i].no_proxy, np_cases[i].host, np_cases[i].port);
+		bool got = ab_no_proxy_match (np_cases[i].no_proxy, np_cases[i].host,
+		                              np_cases[i].port);
 		if (got != np_cases[i].bypass)
 			fail_msg ("NO_PROXY='%s' host %s:%u: got %d, want %d",
-			          np_cases[i].no_proxy ? np_cases[i].no_proxy : "(null)", np_cases[i].host,
-			          np_cases[i].port, got, np_cases[i].bypass);
+			          np_cases[i].no_proxy ? np_cases[i].no_proxy : "(null)",
+			          np_cases[i].host, np_cases[i].port, got, np_cases[i].bypass);
 	}
 }
 
@@ -156,32 +172,32 @@ static const struct {
 	uint16_t port;
 	const char *auth;
 } url_cases[] = {
-	{"http://proxy.example:3128", true, "proxy.example", 3128, ""},
-	{"http://proxy.example", true, "proxy.example", 80, ""},
-	{"http://proxy.example/", true, "proxy.example", 80, ""},
-	{"HTTP://Proxy.Example:8080/", true, "proxy.example", 8080, ""},
-	{"proxy.example:3128", true, "proxy.example", 3128, ""},
-	{"127.0.0.1:3128", true, "127.0.0.1", 3128, ""},
-	{"http://[::1]:3128", true, "::1", 3128, ""},
+	{ "http://proxy.example:3128", true, "proxy.example", 3128, "" },
+	{ "http://proxy.example", true, "proxy.example", 80, "" },
+	{ "http://proxy.example/", true, "proxy.example", 80, "" },
+	{ "HTTP://Proxy.Example:8080/", true, "proxy.example", 8080, "" },
+	{ "proxy.example:3128", true, "proxy.example", 3128, "" },
+	{ "127.0.0.1:3128", true, "127.0.0.1", 3128, "" },
+	{ "http://[::1]:3128", true, "::1", 3128, "" },
 	/* "Basic " + base64("user:pass") (RFC 7617) */
-	{"http://user:pass@proxy:1", true, "proxy", 1, "Basic dXNlcjpwYXNz"},
-	{"http://user@proxy:1", true, "proxy", 1, "Basic dXNlcjo="},
+	{ "http://user:pass@proxy:1", true, "proxy", 1, "Basic dXNlcjpwYXNz" },
+	{ "http://user@proxy:1", true, "proxy", 1, "Basic dXNlcjo=" },
 	/* percent-decoded first; the last '@' ends the userinfo */
-	{"http://us%65r:p%40ss@proxy:1", true, "proxy", 1, "Basic dXNlcjpwQHNz"},
-	{"http://u:p@ss@proxy:1", true, "proxy", 1, "Basic dTpwQHNz"},
-	{"http://u:a:b@proxy:1", true, "proxy", 1, "Basic dTphOmI="},
-	{"https://proxy:443", false, NULL, 0, NULL},
-	{"socks5://proxy:1080", false, NULL, 0, NULL},
-	{"http://", false, NULL, 0, NULL},
-	{"http://proxy:0", false, NULL, 0, NULL},
-	{"http://proxy:65536", false, NULL, 0, NULL},
-	{"http://proxy:x", false, NULL, 0, NULL},
-	{"http://proxy/path", false, NULL, 0, NULL},
-	{"http://127.1:3128", false, NULL, 0, NULL},
-	{"http://u:%zz@proxy", false, NULL, 0, NULL},
-	{"http://u:%00@proxy", false, NULL, 0, NULL},
-	{"http://u:%4@proxy", false, NULL, 0, NULL},
-	{"http://pro xy:1", false, NULL, 0, NULL},
+	{ "http://us%65r:p%40ss@proxy:1", true, "proxy", 1, "Basic dXNlcjpwQHNz" },
+	{ "http://u:p@ss@proxy:1", true, "proxy", 1, "Basic dTpwQHNz" },
+	{ "http://u:a:b@proxy:1", true, "proxy", 1, "Basic dTphOmI=" },
+	{ "https://proxy:443", false, NULL, 0, NULL },
+	{ "socks5://proxy:1080", false, NULL, 0, NULL },
+	{ "http://", false, NULL, 0, NULL },
+	{ "http://proxy:0", false, NULL, 0, NULL },
+	{ "http://proxy:65536", false, NULL, 0, NULL },
+	{ "http://proxy:x", false, NULL, 0, NULL },
+	{ "http://proxy/path", false, NULL, 0, NULL },
+	{ "http://127.1:3128", false, NULL, 0, NULL },
+	{ "http://u:%zz@proxy", false, NULL, 0, NULL },
+	{ "http://u:%00@proxy", false, NULL, 0, NULL },
+	{ "http://u:%4@proxy", false, NULL, 0, NULL },
+	{ "http://pro xy:1", false, NULL, 0, NULL },
 };
 
 static void
@@ -210,9 +226,10 @@ test_proxy_url (void **state)
 static void
 test_select (void **state)
 {
-	struct fake_env_s env = {{{"HTTPS_PROXY", "http://s:1"}, {"HTTP_PROXY", "http://h:2"},
-	                          {"NO_PROXY", ".internal, 10.0.0.1"}}};
-	struct fake_env_s bad = {{{"HTTPS_PROXY", "ftp://x"}}};
+	struct fake_env_s env = { { { "HTTPS_PROXY", "http://s:1" },
+		                    { "HTTP_PROXY", "http://h:2" },
+		                    { "NO_PROXY", ".internal, 10.0.0.1" } } };
+	struct fake_env_s bad = { { { "HTTPS_PROXY", "ftp://x" } } };
 	struct ab_proxy_env_s pe;
 	struct ab_hostport_s t;
 	struct ab_proxy_s p;
