@@ -4,7 +4,6 @@
  * then the flags on top. */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +13,15 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "cli/listen-arg.h"
 #include "net/audit.h"
 #include "net/egress-proxy.h"
 #include "policy/egress-policy.h"
 
 #define EXIT_USAGE 2
 
-static const char usage_fmt[] =
-        "usage: %s serve [--listen host:port] [--deny-loopback] [--deny-private] "
-        "[--deny-link-local] [--deny-metadata] [--resolve-before-connect]\n";
+static const char usage[] = "serve [--listen host:port] [--deny-loopback] [--deny-private] "
+                            "[--deny-link-local] [--deny-metadata] [--resolve-before-connect]\n";
 
 static const char options_help[] =
         "\n"
@@ -51,6 +50,8 @@ static const char options_help[] =
         "  --dial-timeout SECONDS      to connect upstream (15)\n"
         "  --resolve-timeout SECONDS   to resolve a name (5)\n"
         "  --resolver-threads N        getaddrinfo workers (4)\n";
+
+#define bad_usage(progname, ...) ab_cli_usage_error (progname, usage, EXIT_USAGE, __VA_ARGS__)
 
 struct serve_opts_s {
 	const char *listen;
@@ -99,23 +100,6 @@ static const struct {
 	  1 },
 };
 
-static int bad_usage (const char *progname, const char *fmt, ...)
-        __attribute__ ((format (printf, 2, 3)));
-
-static int
-bad_usage (const char *progname, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf (stderr, "%s: ", progname);
-	va_start (ap, fmt);
-	vfprintf (stderr, fmt, ap);
-	va_end (ap);
-	fputc ('\n', stderr);
-	fprintf (stderr, usage_fmt, progname);
-	return EXIT_USAGE;
-}
-
 static void
 push (const char ***list, size_t *n, const char *v)
 {
@@ -155,28 +139,6 @@ set_limit (struct serve_opts_s *o, size_t i, const char *value)
 	return 0;
 }
 
-/* "--flag value" or "--flag=value"; returns the value or NULL. */
-static const char *
-flag_value (int argc, char **argv, int *i, const char *flag)
-{
-	size_t n = strlen (flag);
-
-	if (strncmp (argv[*i], flag, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] != '\0' || *i + 1 >= argc)
-		return NULL;
-	return argv[++*i];
-}
-
-static bool
-is_flag (const char *arg, const char *flag)
-{
-	size_t n = strlen (flag);
-	return strncmp (arg, flag, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
 static int
 parse_one (int argc, char **argv, int *i, struct serve_opts_s *o, const char *progname)
 {
@@ -184,6 +146,14 @@ parse_one (int argc, char **argv, int *i, struct serve_opts_s *o, const char *pr
 		const char *flag;
 		size_t list;
 	} lists[] = { { "--allow-host", 0 }, { "--deny-host", 1 }, { "--allow-cidr", 2 } };
+	static const struct {
+		const char *flag;
+		size_t offset;
+	} strings[] = {
+		{ "--listen", offsetof (struct serve_opts_s, listen) },
+		{ "--policy", offsetof (struct serve_opts_s, policy_file) },
+		{ "--audit-log", offsetof (struct serve_opts_s, audit_path) },
+	};
 	const char ***list_ptr[] = { &o->allow_hosts, &o->deny_hosts, &o->allow_cidrs };
 	size_t *list_n[] = { &o->n_allow_hosts, &o->n_deny_hosts, &o->n_allow_cidrs };
 	const char *arg = argv[*i];
@@ -199,15 +169,15 @@ parse_one (int argc, char **argv, int *i, struct serve_opts_s *o, const char *pr
 		return 0;
 	}
 	for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
-		if (is_flag (arg, lists[k].flag)) {
-			if ((v = flag_value (argc, argv, i, lists[k].flag)) == NULL)
+		if (ab_cli_flag (argc, argv, i, lists[k].flag, &v)) {
+			if (v == NULL)
 				return bad_usage (progname, "%s needs a value", lists[k].flag);
 			push (list_ptr[lists[k].list], list_n[lists[k].list], v);
 			return 0;
 		}
 	for (size_t k = 0; k < sizeof limit_flags / sizeof limit_flags[0]; k++)
-		if (is_flag (arg, limit_flags[k].flag)) {
-			if ((v = flag_value (argc, argv, i, limit_flags[k].flag)) == NULL)
+		if (ab_cli_flag (argc, argv, i, limit_flags[k].flag, &v)) {
+			if (v == NULL)
 				return bad_usage (progname, "%s needs a value",
 				                  limit_flags[k].flag);
 			if (set_limit (o, k, v) < 0)
@@ -215,46 +185,14 @@ parse_one (int argc, char **argv, int *i, struct serve_opts_s *o, const char *pr
 				                  limit_flags[k].flag);
 			return 0;
 		}
-	if (is_flag (arg, "--listen") && (v = flag_value (argc, argv, i, "--listen")) != NULL)
-		o->listen = v;
-	else if (is_flag (arg, "--policy") && (v = flag_value (argc, argv, i, "--policy")) != NULL)
-		o->policy_file = v;
-	else if (is_flag (arg, "--audit-log")
-	         && (v = flag_value (argc, argv, i, "--audit-log")) != NULL)
-		o->audit_path = v;
-	else if (is_flag (arg, "--listen") || is_flag (arg, "--policy")
-	         || is_flag (arg, "--audit-log"))
-		return bad_usage (progname, "%s needs a value", arg);
-	else
-		return bad_usage (progname, "unknown option '%s'", arg);
-	return 0;
-}
-
-/* "HOST:PORT", split at the last ':' so "[::1]:3128" and ":::3128" work;
- * brackets around the host are dropped; an empty host means 0.0.0.0. */
-static int
-split_listen (const char *text, char **host, char **port)
-{
-	const char *colon = strrchr (text, ':');
-	const char *h = text;
-	size_t hl;
-	unsigned long pv;
-	char *end;
-
-	if (colon == NULL || colon[1] == '\0')
-		return -1;
-	errno = 0;
-	pv = strtoul (colon + 1, &end, 10);
-	if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || errno != 0 || pv > 65535)
-		return -1;
-	hl = (size_t)(colon - text);
-	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-		h++;
-		hl -= 2;
-	}
-	*host = hl ? xstrndup (h, hl) : xstrdup ("0.0.0.0");
-	*port = xstrdup (colon + 1);
-	return 0;
+	for (size_t k = 0; k < sizeof strings / sizeof strings[0]; k++)
+		if (ab_cli_flag (argc, argv, i, strings[k].flag, &v)) {
+			if (v == NULL)
+				return bad_usage (progname, "%s needs a value", arg);
+			*(const char **)((char *)o + strings[k].offset) = v;
+			return 0;
+		}
+	return bad_usage (progname, "unknown option '%s'", arg);
 }
 
 static int
@@ -321,7 +259,7 @@ serve (const struct serve_opts_s *o, const char *progname)
 	char groups[AB_ADDR_GROUPS_STRLEN];
 	int rc = 1;
 
-	if (split_listen (o->listen, &host, &port) < 0)
+	if (ab_cli_split_listen (o->listen, "0.0.0.0", &host, &port) < 0)
 		return bad_usage (progname, "--listen wants HOST:PORT, not '%s'", o->listen);
 	policy = build_policy (o, &err);
 	if (policy == NULL) {
@@ -361,7 +299,7 @@ ab_cmd_egress_proxy (int argc, char **argv, const char *progname)
 	/* --help anywhere wins, and nothing else happens. */
 	for (int i = 1; i < argc; i++)
 		if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
-			printf (usage_fmt, progname);
+			printf ("usage: %s %s", progname, usage);
 			fputs (options_help, stdout);
 			return 0;
 		}

@@ -3,7 +3,6 @@
  * (docs/preview-bridge.md).  The work lives in src/net/preview-*.c; this
  * file reads the command line and stdio. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "cli/listen-arg.h"
 #include "net/iobuf.h"
 #include "net/preview-buf.h"
 #include "net/preview-cdp.h"
@@ -21,8 +21,8 @@
 #include "net/preview-serve.h"
 #include "net/preview-signal-client.h"
 
-static const char usage_fmt[] = "usage: %s <serve|request|websocket-framed|cdp-automation|signal> "
-                                "[--stdio] [--listen host:port] [--signaling-relay]\n";
+static const char usage[] = "<serve|request|websocket-framed|cdp-automation|signal> "
+                            "[--stdio] [--listen host:port] [--signaling-relay]\n";
 
 #define CDP_DOC_MAX (1u << 20)
 
@@ -31,46 +31,12 @@ struct opts_s {
 	const char *endpoint;
 };
 
-static int bad_usage (const char *progname, const char *fmt, ...)
-	__attribute__ ((format (printf, 2, 3)));
-
-static int
-bad_usage (const char *progname, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf (stderr, "%s: ", progname);
-	va_start (ap, fmt);
-	vfprintf (stderr, fmt, ap);
-	va_end (ap);
-	fputc ('\n', stderr);
-	fprintf (stderr, usage_fmt, progname);
-	return 1;
-}
-
-/* "--flag value" or "--flag=value"; NULL when arg is not that flag or the
- * value is missing (*missing then says which). */
-static const char *
-flag_value (int argc, char **argv, int *i, const char *flag, bool *missing)
-{
-	size_t n = strlen (flag);
-
-	if (strncmp (argv[*i], flag, n) != 0 || (argv[*i][n] != '\0' && argv[*i][n] != '='))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	return argv[++*i];
-}
+#define bad_usage(progname, ...) ab_cli_usage_error (progname, usage, 1, __VA_ARGS__)
 
 static int
 parse_opts (int argc, char **argv, struct opts_s *o, const char *progname)
 {
 	for (int i = 2; i < argc; i++) {
-		bool missing = false;
 		const char *v;
 
 		/* Accepted for compatibility with the sidecar's callers: the
@@ -78,43 +44,28 @@ parse_opts (int argc, char **argv, struct opts_s *o, const char *progname)
 		 * signalling. */
 		if (strcmp (argv[i], "--stdio") == 0 || strcmp (argv[i], "--signaling-relay") == 0)
 			continue;
-		if ((v = flag_value (argc, argv, &i, "--listen", &missing)) != NULL)
+		if (ab_cli_flag (argc, argv, &i, "--listen", &v))
 			o->listen = v;
-		else if ((v = flag_value (argc, argv, &i, "--endpoint", &missing)) != NULL)
+		else if (ab_cli_flag (argc, argv, &i, "--endpoint", &v))
 			o->endpoint = v;
-		else if (missing)
-			return bad_usage (progname, "%s needs a value", argv[i]);
 		else
 			return bad_usage (progname, "unknown option '%s'", argv[i]);
+		if (v == NULL)
+			return bad_usage (progname, "%s needs a value", argv[i]);
 	}
 	return 0;
 }
 
-/* "HOST:PORT" split at the last ':' ("[::1]:8080" works); brackets are
- * dropped; an empty host means 0.0.0.0. */
+/* "HOST:PORT" (listen-arg.h); an empty host means 0.0.0.0.  A port of
+ * more than five digits is refused even when its value fits. */
 static int
 split_listen (const char *text, char **host, char **port)
 {
 	const char *colon = strrchr (text, ':');
-	const char *h = text;
-	size_t hl;
-	unsigned long pv;
-	char *end;
 
-	if (colon == NULL || colon[1] < '0' || colon[1] > '9' || strlen (colon + 1) > 5)
+	if (colon != NULL && strlen (colon + 1) > 5)
 		return -1;
-	errno = 0;
-	pv = strtoul (colon + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || pv > 65535)
-		return -1;
-	hl = (size_t) (colon - text);
-	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-		h++;
-		hl -= 2;
-	}
-	*host = hl ? xstrndup (h, hl) : xstrdup ("0.0.0.0");
-	*port = xstrdup (colon + 1);
-	return 0;
+	return ab_cli_split_listen (text, "0.0.0.0", host, port);
 }
 
 static int
@@ -145,7 +96,8 @@ cmd_serve (const struct opts_s *o, const char *progname)
 		return bad_usage (progname, "--listen wants HOST:PORT, not '%s'", o->listen);
 	ab_preview_serve_config_default (&cfg);
 	srv = ab_preview_server_new (&cfg, &err);
-	if (srv != NULL && ab_preview_server_listen (srv, host, port, bound, sizeof bound, &err) == 0) {
+	if (srv != NULL
+	    && ab_preview_server_listen (srv, host, port, bound, sizeof bound, &err) == 0) {
 		fprintf (stderr, "%s listening on %s\n", progname, bound);
 		if (ab_preview_server_run (srv, &err) == 0)
 			rc = 0;
@@ -159,9 +111,10 @@ cmd_serve (const struct opts_s *o, const char *progname)
 static int
 cmd_request (void)
 {
-	struct ab_iobuf_s in = {0};
+	struct ab_iobuf_s in = { 0 };
 	int r = ab_preview_read_all (STDIN_FILENO, AB_PREVIEW_REQUEST_DOC_MAX, &in);
-	json_t *doc = ab_preview_request_run (r == 0 ? ab_preview_bytes (&in) : NULL, ab_iobuf_len (&in));
+	json_t *doc =
+	        ab_preview_request_run (r == 0 ? ab_preview_bytes (&in) : NULL, ab_iobuf_len (&in));
 
 	ab_iobuf_free (&in);
 	return print_json (doc);
@@ -170,9 +123,10 @@ cmd_request (void)
 static int
 cmd_cdp (void)
 {
-	struct ab_iobuf_s in = {0};
+	struct ab_iobuf_s in = { 0 };
 	int r = ab_preview_read_all (STDIN_FILENO, CDP_DOC_MAX, &in);
-	json_t *doc = ab_preview_cdp_answer (r == 0 ? ab_preview_bytes (&in) : NULL, ab_iobuf_len (&in));
+	json_t *doc =
+	        ab_preview_cdp_answer (r == 0 ? ab_preview_bytes (&in) : NULL, ab_iobuf_len (&in));
 
 	ab_iobuf_free (&in);
 	return print_json (doc);
@@ -196,7 +150,7 @@ cmd_signal (const struct opts_s *o, const char *progname)
 	ab_error_t err = AB_ERROR_INIT;
 	const char *url = o->endpoint;
 	struct ab_preview_endpoint_s ep;
-	struct ab_iobuf_s in = {0};
+	struct ab_iobuf_s in = { 0 };
 	cleanup_free char *line = NULL;
 
 	if (url == NULL || *url == '\0')
@@ -224,14 +178,14 @@ cmd_signal (const struct opts_s *o, const char *progname)
 int
 ab_cmd_preview_bridge (int argc, char **argv, const char *progname)
 {
-	struct opts_s o = {0};
+	struct opts_s o = { 0 };
 	const char *cmd = argc >= 2 ? argv[1] : NULL;
 	int rc;
 
 	/* --help anywhere wins, and nothing else happens. */
 	for (int i = 1; i < argc; i++)
 		if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
-			printf (usage_fmt, progname);
+			printf ("usage: %s %s", progname, usage);
 			return 0;
 		}
 	if (cmd == NULL)

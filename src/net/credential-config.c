@@ -20,8 +20,17 @@
 /* Fields whose value the proxy computes itself; injecting one would let a
  * configuration break the message framing or the routing. */
 static const char *const reserved_headers[] = {
-	"host", "content-length", "transfer-encoding", "connection", "keep-alive",
-	"proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "upgrade",
+	"host",
+	"content-length",
+	"transfer-encoding",
+	"connection",
+	"keep-alive",
+	"proxy-connection",
+	"proxy-authorization",
+	"proxy-authenticate",
+	"te",
+	"trailer",
+	"upgrade",
 };
 
 bool
@@ -36,8 +45,8 @@ ab_cred_reserved_header (const char *name, size_t len)
 static bool
 is_tchar (char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c != '\0' && strchr ("!#$%&'*+-.^_`|~", c) != NULL);
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+	       || (c != '\0' && strchr ("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 /* RFC 9110 5.1 field-name = token. */
@@ -64,7 +73,7 @@ valid_field_value (const char *s, size_t n)
 	if (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t'))
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char) s[i];
+		unsigned char c = (unsigned char)s[i];
 		if ((c < 0x20 && c != '\t') || c >= 0x7f)
 			return false;
 	}
@@ -81,7 +90,8 @@ valid_name (const char *s)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+		        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
 			return false;
 	}
@@ -94,7 +104,7 @@ valid_token (const char *s, size_t n)
 	if (n == 0 || n > AB_CRED_TOKEN_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char) s[i] <= 0x20 || (unsigned char) s[i] >= 0x7f)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
 			return false;
 	return true;
 }
@@ -160,7 +170,7 @@ cleanup_jsonp (json_t **j)
 static bool
 loopback_host (const struct ab_hostport_s *hp)
 {
-	static const unsigned char v6_loopback[16] = {[15] = 1};
+	static const unsigned char v6_loopback[16] = { [15] = 1 };
 
 	if (hp->kind == AB_HOST_NAME)
 		return strcmp (hp->host, "localhost") == 0;
@@ -178,7 +188,8 @@ parse_inject (json_t *arr, const char *where, struct ab_cred_upstream_s *u, ab_e
 	if (!json_is_array (arr))
 		return ab_error (err, 0, AB_E_INVALID, "%s.inject must be an array", where);
 	u->inject = xcalloc (json_array_size (arr) + 1, sizeof *u->inject);
-	json_array_foreach (arr, i, e) {
+	json_array_foreach (arr, i, e)
+	{
 		json_t *h = json_object_get (e, "header");
 		json_t *v = json_object_get (e, "value");
 		const char *hn = json_string_value (h);
@@ -187,12 +198,13 @@ parse_inject (json_t *arr, const char *where, struct ab_cred_upstream_s *u, ab_e
 			return ab_error (err, 0, AB_E_INVALID,
 			                 "%s.inject[%zu] needs string header and value", where, i);
 		if (!valid_field_name (hn) || ab_cred_reserved_header (hn, strlen (hn)))
-			return ab_error (err, 0, AB_E_INVALID, "%s.inject[%zu].header is not allowed", where,
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s.inject[%zu].header is not allowed", where, i);
+		if (!valid_field_value (json_string_value (v), json_string_length (v))
+		    || strlen (json_string_value (v)) != json_string_length (v))
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s.inject[%zu].value is not a valid field value", where,
 			                 i);
-		if (!valid_field_value (json_string_value (v), json_string_length (v)) ||
-		    strlen (json_string_value (v)) != json_string_length (v))
-			return ab_error (err, 0, AB_E_INVALID, "%s.inject[%zu].value is not a valid field value",
-			                 where, i);
 		u->inject[u->n_inject].name = xstrdup (hn);
 		u->inject[u->n_inject++].value = xstrdup (json_string_value (v));
 	}
@@ -206,12 +218,15 @@ parse_strip (json_t *arr, const char *where, struct ab_cred_upstream_s *u, ab_er
 	json_t *e;
 
 	if (!json_is_array (arr))
-		return ab_error (err, 0, AB_E_INVALID, "%s.stripRequestHeaders must be an array", where);
+		return ab_error (err, 0, AB_E_INVALID, "%s.stripRequestHeaders must be an array",
+		                 where);
 	u->strip = xcalloc (json_array_size (arr) + 1, sizeof *u->strip);
-	json_array_foreach (arr, i, e) {
+	json_array_foreach (arr, i, e)
+	{
 		if (!json_is_string (e) || !valid_field_name (json_string_value (e)))
-			return ab_error (err, 0, AB_E_INVALID, "%s.stripRequestHeaders[%zu] is not a field name",
-			                 where, i);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s.stripRequestHeaders[%zu] is not a field name", where,
+			                 i);
 		u->strip[u->n_strip++] = xstrdup (json_string_value (e));
 	}
 	return 0;
@@ -235,10 +250,11 @@ parse_upstream (json_t *o, size_t idx, struct ab_cred_upstream_s *u, ab_error_t 
 		return ab_error (err, 0, AB_E_INVALID, "%s.name is invalid", where);
 	snprintf (u->name, sizeof u->name, "%s", json_string_value (name));
 	if (!json_is_string (base) || ab_url_parse (json_string_value (base), &u->url, err) < 0)
-		return ab_error (err, 0, AB_E_INVALID, "%s.baseUrl is not a valid http(s) URL", where);
-	if (!u->url.tls && !loopback_host (&u->url.hp))
-		return ab_error (err, 0, AB_E_INVALID, "%s.baseUrl must be https (http only to loopback)",
+		return ab_error (err, 0, AB_E_INVALID, "%s.baseUrl is not a valid http(s) URL",
 		                 where);
+	if (!u->url.tls && !loopback_host (&u->url.hp))
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "%s.baseUrl must be https (http only to loopback)", where);
 	ab_url_host_field (&u->url, u->host_field, sizeof u->host_field);
 	if (inject != NULL && parse_inject (inject, where, u, err) < 0)
 		return -1;
@@ -256,12 +272,14 @@ parse_upstreams (json_t *arr, struct ab_cred_config_s *c, ab_error_t *err)
 	if (!json_is_array (arr))
 		return ab_error (err, 0, AB_E_INVALID, "upstreams must be an array");
 	c->ups = xcalloc (json_array_size (arr) + 1, sizeof *c->ups);
-	json_array_foreach (arr, i, e) {
+	json_array_foreach (arr, i, e)
+	{
 		struct ab_cred_upstream_s *u = &c->ups[c->n_ups++];
 		if (parse_upstream (e, i, u, err) < 0)
 			return -1;
 		if (ab_cred_config_find (c, u->name, strlen (u->name)) != u)
-			return ab_error (err, 0, AB_E_INVALID, "upstreams[%zu].name is a duplicate", i);
+			return ab_error (err, 0, AB_E_INVALID, "upstreams[%zu].name is a duplicate",
+			                 i);
 	}
 	return 0;
 }
@@ -287,9 +305,11 @@ ab_cred_config_parse (const char *text, size_t len, ab_error_t *err)
 	c = xcalloc (1, sizeof *c);
 	c->refs = 1;
 	tok = json_object_get (root, "threadToken");
-	if (!json_is_string (tok) || !valid_token (json_string_value (tok), json_string_length (tok)) ||
-	    strlen (json_string_value (tok)) != json_string_length (tok)) {
-		ab_error (err, 0, AB_E_INVALID, "threadToken must be 1 to %d visible ASCII characters",
+	if (!json_is_string (tok)
+	    || !valid_token (json_string_value (tok), json_string_length (tok))
+	    || strlen (json_string_value (tok)) != json_string_length (tok)) {
+		ab_error (err, 0, AB_E_INVALID,
+		          "threadToken must be 1 to %d visible ASCII characters",
 		          AB_CRED_TOKEN_MAX);
 		return NULL;
 	}
@@ -310,12 +330,13 @@ ab_cred_config_load (const char *path, ab_error_t *err)
 	struct stat st;
 
 	if (fd < 0) {
-		ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_SYSTEM, "open %s", path);
+		ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_SYSTEM, "open %s",
+		          path);
 		return NULL;
 	}
 	if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size > AB_CRED_FILE_MAX) {
-		ab_error (err, 0, AB_E_INVALID, "%s is not a regular file of at most %d bytes", path,
-		          AB_CRED_FILE_MAX);
+		ab_error (err, 0, AB_E_INVALID, "%s is not a regular file of at most %d bytes",
+		          path, AB_CRED_FILE_MAX);
 		return NULL;
 	}
 	buf = xmalloc (AB_CRED_FILE_MAX + 1);
@@ -329,9 +350,10 @@ ab_cred_config_load (const char *path, ab_error_t *err)
 		}
 		if (n == 0)
 			break;
-		len += (size_t) n;
+		len += (size_t)n;
 		if (len > AB_CRED_FILE_MAX) {
-			ab_error (err, 0, AB_E_LIMIT, "%s is larger than %d bytes", path, AB_CRED_FILE_MAX);
+			ab_error (err, 0, AB_E_LIMIT, "%s is larger than %d bytes", path,
+			          AB_CRED_FILE_MAX);
 			return NULL;
 		}
 	}

@@ -33,10 +33,10 @@
 #include "base/error.h"
 #include "net/http-client.h"
 
-#define AB_CRED_NAME_MAX 64
+#define AB_CRED_NAME_MAX  64
 #define AB_CRED_TOKEN_MAX 4096
 #define AB_CRED_VALUE_MAX 8192
-#define AB_CRED_FILE_MAX (1024 * 1024)
+#define AB_CRED_FILE_MAX  (1024 * 1024)
 
 struct ab_cred_header_s {
 	char *name;

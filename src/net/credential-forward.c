@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "net/credential-internal.h"
+#include "net/http-relay.h"
 
 /* take_response_bytes: the head is not complete yet. */
 #define NEED_MORE 2
@@ -45,8 +46,8 @@ ab_cp_forward_start (struct ab_cp_conn_s *c, const struct ab_http_head_s *h,
 
 	if (!reuse) {
 		ab_cp_close_upstream (c);
-		c->up = ab_http_client_new (&c->proxy->client_cfg, &c->ups->url, ab_cp_upstream_notify, c,
-		                            &err);
+		c->up = ab_http_client_new (&c->proxy->client_cfg, &c->ups->url,
+		                            ab_cp_upstream_notify, c, &err);
 		if (c->up == NULL)
 			return ab_cp_upstream_failed (c);
 		c->up_cfg = ab_cred_config_ref (c->cfg);
@@ -59,8 +60,8 @@ ab_cp_forward_start (struct ab_cp_conn_s *c, const struct ab_http_head_s *h,
 
 	rq->req_body = h->body;
 	rq->req_remaining = h->content_length;
-	rq->req_done = h->body == AB_HTTP_BODY_NONE ||
-	               (h->body == AB_HTTP_BODY_LENGTH && h->content_length == 0);
+	rq->req_done = h->body == AB_HTTP_BODY_NONE
+	               || (h->body == AB_HTTP_BODY_LENGTH && h->content_length == 0);
 	if (h->body == AB_HTTP_BODY_CHUNKED)
 		ab_http_chunked_init (&rq->req_chunked);
 	rq->resp_phase = AB_CP_RESP_HEAD;
@@ -85,33 +86,6 @@ ab_cp_connect_step (struct ab_cp_conn_s *c)
 	return AB_CP_AGAIN;
 }
 
-/* How many of the n bytes at p belong to the message being relayed. */
-static ssize_t
-frame_take (ab_http_body_kind kind, uint64_t *remaining, struct ab_http_chunked_s *ch,
-            const char *p, size_t n, bool *done, struct ab_http_error_s *e)
-{
-	ssize_t r;
-
-	switch (kind) {
-	case AB_HTTP_BODY_NONE:
-		*done = true;
-		return 0;
-	case AB_HTTP_BODY_LENGTH:
-		if ((uint64_t) n > *remaining)
-			n = (size_t) *remaining;
-		*remaining -= n;
-		*done = *remaining == 0;
-		return (ssize_t) n;
-	case AB_HTTP_BODY_CHUNKED:
-		r = ab_http_chunked_advance (ch, p, n, e);
-		*done = r >= 0 && ch->done;
-		return r;
-	case AB_HTTP_BODY_UNTIL_CLOSE:
-		return (ssize_t) n;
-	}
-	return -1;
-}
-
 /* Client -> upstream: the rewritten head, then the body as it comes. */
 static int
 pump_request (struct ab_cp_conn_s *c)
@@ -124,25 +98,30 @@ pump_request (struct ab_cp_conn_s *c)
 		ssize_t n;
 
 		if (rq->cin_ready == 0 && !rq->req_done && ab_iobuf_len (&c->cin) > 0) {
-			n = frame_take (rq->req_body, &rq->req_remaining, &rq->req_chunked,
-			                ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin), &rq->req_done, &e);
+			n = ab_http_frame_take (rq->req_body, &rq->req_remaining, &rq->req_chunked,
+			                        ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
+			                        &rq->req_done, &e);
 			if (n < 0)
-				return rq->resp_started ? AB_CP_CLOSE : ab_cp_answer (c, 400, "bad request body\n");
-			rq->cin_ready = (size_t) n;
+				return rq->resp_started
+				               ? AB_CP_CLOSE
+				               : ab_cp_answer (c, 400, "bad request body\n");
+			rq->cin_ready = (size_t)n;
 		}
 		if (ab_iobuf_len (&c->uout) > 0 || rq->cin_ready > 0) {
 			size_t head;
 			if (!ab_stream_can_write (c->us))
 				return AB_CP_WAIT;
-			n = ab_stream_writev2 (c->us, &c->uout, ab_iobuf_peek (&c->cin), rq->cin_ready);
+			n = ab_stream_writev2 (c->us, &c->uout, ab_iobuf_peek (&c->cin),
+			                       rq->cin_ready);
 			if (n < 0 && errno == EAGAIN)
 				return AB_CP_WAIT;
 			if (n < 0)
 				return ab_cp_upstream_failed (c);
-			head = (size_t) n < ab_iobuf_len (&c->uout) ? (size_t) n : ab_iobuf_len (&c->uout);
+			head = (size_t)n < ab_iobuf_len (&c->uout) ? (size_t)n
+			                                           : ab_iobuf_len (&c->uout);
 			ab_iobuf_consume (&c->uout, head);
-			ab_iobuf_consume (&c->cin, (size_t) n - head);
-			rq->cin_ready -= (size_t) n - head;
+			ab_iobuf_consume (&c->cin, (size_t)n - head);
+			rq->cin_ready -= (size_t)n - head;
 			c->t_last = ab_cp_now_us ();
 			if (--budget == 0) {
 				ab_cp_conn_yield (c);
@@ -163,50 +142,16 @@ pump_request (struct ab_cp_conn_s *c)
 	}
 }
 
-static void
-append_fields (struct ab_iobuf_s *b, const struct ab_http_head_s *h, unsigned drop)
-{
-	for (unsigned i = 0; i < h->n_fields; i++) {
-		const struct ab_http_field_s *f = &h->fields[i];
-		if (f->flags & drop)
-			continue;
-		ab_iobuf_append (b, f->name, f->name_len);
-		ab_iobuf_append (b, ": ", 2);
-		ab_iobuf_append (b, f->value, f->value_len);
-		ab_iobuf_append (b, "\r\n", 2);
-	}
-}
-
-static void
-write_response_head (struct ab_cp_conn_s *c, const struct ab_http_head_s *h)
-{
-	struct ab_iobuf_s *b = &c->cout;
-
-	ab_iobuf_printf (b, "HTTP/1.1 %d %.*s\r\n", h->status, (int) h->reason_len, h->reason);
-	append_fields (b, h, AB_HTTP_F_HOP | AB_HTTP_F_FRAMING);
-	/* A HEAD or 304 response keeps its Content-Length: it describes the
-	 * representation, not this message (RFC 9110 8.6). */
-	if (h->status >= 200 && h->status != 204) {
-		if (h->body == AB_HTTP_BODY_CHUNKED)
-			ab_iobuf_append (b, "Transfer-Encoding: chunked\r\n", 28);
-		else if (h->has_content_length)
-			ab_iobuf_printf (b, "Content-Length: %llu\r\n",
-			                 (unsigned long long) h->content_length);
-	}
-	if (h->status >= 200 && c->rq.client_close)
-		ab_iobuf_append (b, "Connection: close\r\n", 19);
-	ab_iobuf_append (b, "\r\n", 2);
-}
-
 static int
 response_head (struct ab_cp_conn_s *c, size_t len)
 {
 	struct ab_cp_req_s *rq = &c->rq;
-	struct ab_http_head_s h = {.fields = c->proxy->fields};
+	struct ab_http_head_s h = { .fields = c->proxy->fields };
 	struct ab_http_error_s e;
 
-	if (ab_http_parse_response (ab_iobuf_peek (&c->uin), len, &c->proxy->http_limits, rq->is_head,
-	                            &h, &e) < 0)
+	if (ab_http_parse_response (ab_iobuf_peek (&c->uin), len, &c->proxy->http_limits,
+	                            rq->is_head, &h, &e)
+	    < 0)
 		return ab_cp_upstream_failed (c);
 	/* Upgrade was not forwarded, so a switch is a protocol error; 1xx are
 	 * not sent to HTTP/1.0 clients (RFC 9110 15.2). */
@@ -214,7 +159,7 @@ response_head (struct ab_cp_conn_s *c, size_t len)
 		return ab_cp_upstream_failed (c);
 	if (h.status < 200) {
 		if (rq->version_minor >= 1)
-			write_response_head (c, &h);
+			ab_http_append_response_head (&c->cout, &h, rq->client_close);
 		ab_iobuf_consume (&c->uin, len);
 		rq->resp_scan = 0;
 		return 0;
@@ -223,9 +168,9 @@ response_head (struct ab_cp_conn_s *c, size_t len)
 		return ab_cp_upstream_failed (c);
 	if (h.body == AB_HTTP_BODY_UNTIL_CLOSE)
 		rq->client_close = true;
-	rq->upstream_close = h.conn_close || (h.version_minor == 0 && !h.conn_keep_alive) ||
-	                     h.body == AB_HTTP_BODY_UNTIL_CLOSE;
-	write_response_head (c, &h);
+	rq->upstream_close = h.conn_close || (h.version_minor == 0 && !h.conn_keep_alive)
+	                     || h.body == AB_HTTP_BODY_UNTIL_CLOSE;
+	ab_http_append_response_head (&c->cout, &h, rq->client_close);
 	ab_iobuf_consume (&c->uin, len);
 	rq->resp_scan = 0;
 	rq->resp_started = true;
@@ -233,8 +178,8 @@ response_head (struct ab_cp_conn_s *c, size_t len)
 	rq->resp_remaining = h.content_length;
 	if (h.body == AB_HTTP_BODY_CHUNKED)
 		ab_http_chunked_init (&rq->resp_chunked);
-	rq->resp_phase = (h.body == AB_HTTP_BODY_NONE ||
-	                  (h.body == AB_HTTP_BODY_LENGTH && h.content_length == 0))
+	rq->resp_phase = (h.body == AB_HTTP_BODY_NONE
+	                  || (h.body == AB_HTTP_BODY_LENGTH && h.content_length == 0))
 	                         ? AB_CP_RESP_DONE
 	                         : AB_CP_RESP_BODY;
 	return 0;
@@ -250,19 +195,19 @@ take_response_bytes (struct ab_cp_conn_s *c)
 	ssize_t n;
 
 	if (rq->resp_phase == AB_CP_RESP_HEAD) {
-		n = ab_http_head_end (ab_iobuf_peek (&c->uin), ab_iobuf_len (&c->uin), &rq->resp_scan,
-		                      &c->proxy->http_limits, &e);
+		n = ab_http_head_end (ab_iobuf_peek (&c->uin), ab_iobuf_len (&c->uin),
+		                      &rq->resp_scan, &c->proxy->http_limits, &e);
 		if (n < 0)
 			return ab_cp_upstream_failed (c);
 		if (n == 0)
 			return NEED_MORE;
-		return response_head (c, (size_t) n);
+		return response_head (c, (size_t)n);
 	}
-	n = frame_take (rq->resp_body, &rq->resp_remaining, &rq->resp_chunked, ab_iobuf_peek (&c->uin),
-	                ab_iobuf_len (&c->uin), &done, &e);
+	n = ab_http_frame_take (rq->resp_body, &rq->resp_remaining, &rq->resp_chunked,
+	                        ab_iobuf_peek (&c->uin), ab_iobuf_len (&c->uin), &done, &e);
 	if (n < 0)
 		return AB_CP_CLOSE;
-	rq->uin_ready = (size_t) n;
+	rq->uin_ready = (size_t)n;
 	if (done) {
 		rq->resp_phase = AB_CP_RESP_DONE;
 		/* Bytes after the response's end: the upstream is out of step. */
@@ -302,15 +247,17 @@ pump_response (struct ab_cp_conn_s *c)
 			size_t head;
 			if (!c->cs.wr)
 				return AB_CP_WAIT;
-			n = ab_stream_writev2 (&c->cs, &c->cout, ab_iobuf_peek (&c->uin), rq->uin_ready);
+			n = ab_stream_writev2 (&c->cs, &c->cout, ab_iobuf_peek (&c->uin),
+			                       rq->uin_ready);
 			if (n < 0 && errno == EAGAIN)
 				return AB_CP_WAIT;
 			if (n < 0)
 				return AB_CP_CLOSE; /* the client left */
-			head = (size_t) n < ab_iobuf_len (&c->cout) ? (size_t) n : ab_iobuf_len (&c->cout);
+			head = (size_t)n < ab_iobuf_len (&c->cout) ? (size_t)n
+			                                           : ab_iobuf_len (&c->cout);
 			ab_iobuf_consume (&c->cout, head);
-			ab_iobuf_consume (&c->uin, (size_t) n - head);
-			rq->uin_ready -= (size_t) n - head;
+			ab_iobuf_consume (&c->uin, (size_t)n - head);
+			rq->uin_ready -= (size_t)n - head;
 			c->t_last = ab_cp_now_us ();
 			if (--budget == 0) {
 				ab_cp_conn_yield (c);
@@ -414,14 +361,12 @@ ab_cp_timeout (struct ab_cp_conn_s *c)
 		if (c->t_head_start == 0)
 			return AB_CP_CLOSE; /* an idle keep-alive client */
 		return ab_cp_answer (c, 408, "request head timeout\n");
-	case AB_CP_ST_CONNECT:
-		return ab_cp_upstream_failed (c);
+	case AB_CP_ST_CONNECT: return ab_cp_upstream_failed (c);
 	case AB_CP_ST_FORWARD:
 		if (!c->rq.req_done)
 			return AB_CP_CLOSE; /* the client stalled in its own body */
 		return ab_cp_upstream_failed (c);
-	case AB_CP_ST_CLOSING:
-		return AB_CP_CLOSE;
+	case AB_CP_ST_CLOSING: return AB_CP_CLOSE;
 	}
 	return AB_CP_CLOSE;
 }

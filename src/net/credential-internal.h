@@ -22,6 +22,8 @@
 #include "net/http-client.h"
 #include "net/http-head.h"
 #include "net/iobuf.h"
+#include "net/listener.h"
+#include "net/loop-stop.h"
 
 enum {
 	AB_CP_CLOSE = -1,
@@ -45,9 +47,9 @@ typedef enum {
 /* Bytes held per direction while streaming: large enough that a TLS
  * upstream's records go on in few system calls, small enough that 4096
  * busy connections stay around 1 GiB (idle ones hold no buffer). */
-#define AB_CP_IO_CHUNK (128 * 1024)
-#define AB_CP_BUDGET 16
-#define AB_CP_LINGER_MS 2000
+#define AB_CP_IO_CHUNK     (128 * 1024)
+#define AB_CP_BUDGET       16
+#define AB_CP_LINGER_MS    2000
 #define AB_CP_LINGER_BYTES (256 * 1024)
 
 /* The request being served. */
@@ -127,12 +129,8 @@ struct ab_cred_proxy_s {
 	int inotify_fd;
 	struct event *inotify_ev;
 
-	int listen_fd;
-	struct event *listen_ev;
-	bool accept_paused;
-	int stop_fd;
-	struct event *stop_ev;
-	struct event *sig_ev[2];
+	struct ab_listener_s listener;
+	struct ab_loop_stop_s stop;
 
 	struct ab_cp_conn_s *conns;
 	unsigned n_conns;
@@ -168,7 +166,7 @@ struct ab_cp_target_s {
 	char name[AB_CRED_NAME_MAX + 1]; /* decoded first segment ("" if too long or absent) */
 	const char *rest;                /* after the first segment: "" or "/..." (raw) */
 	size_t rest_len;
-	const char *query;               /* "" or "?..." (raw) */
+	const char *query; /* "" or "?..." (raw) */
 	size_t query_len;
 };
 

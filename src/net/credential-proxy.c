@@ -1,18 +1,17 @@
 /* The credential proxy object: configuration (load, watch, reload),
- * listener, connection lifetime, events, timers and the driver loop.  The
- * request states live in credential-request.c and credential-forward.c
- * (credential-internal.h). */
+ * connection lifetime, events, timers and the driver loop.  The listener,
+ * the stop and the lazy timers are shared with the egress proxy
+ * (listener.c, loop-stop.c, lazy-timer.c); the request states live in
+ * credential-request.c and credential-forward.c (credential-internal.h). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,11 +21,11 @@
 #include "base/fd.h"
 #include "base/xalloc.h"
 #include "net/credential-internal.h"
+#include "net/lazy-timer.h"
 #include "net/resolve.h"
 
-#define ACCEPT_BATCH 64
 #define RESOLVER_THREADS 2
-#define RESOLVER_QUEUE 256
+#define RESOLVER_QUEUE   256
 
 void
 ab_cred_limits_default (struct ab_cred_limits_s *l)
@@ -42,10 +41,7 @@ ab_cred_limits_default (struct ab_cred_limits_s *l)
 uint64_t
 ab_cp_now_us (void)
 {
-	struct timespec ts;
-
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+	return ab_mono_now_us ();
 }
 
 /* ---- configuration -------------------------------------------------------- */
@@ -58,7 +54,7 @@ ab_cred_proxy_set_config (ab_cred_proxy_t *p, struct ab_cred_config_s *c)
 }
 
 static void log_line (ab_cred_proxy_t *p, const char *fmt, ...)
-	__attribute__ ((format (printf, 2, 3)));
+        __attribute__ ((format (printf, 2, 3)));
 
 static void
 log_line (ab_cred_proxy_t *p, const char *fmt, ...)
@@ -87,7 +83,8 @@ reload (ab_cred_proxy_t *p)
 	if (c == NULL) {
 		if (err.kind == AB_E_NOT_FOUND)
 			return;
-		log_line (p, "%s\n", "credential config is malformed; keeping previous configuration");
+		log_line (p, "%s\n",
+		          "credential config is malformed; keeping previous configuration");
 		return;
 	}
 	names = ab_cred_config_names (c);
@@ -109,7 +106,8 @@ concerns_us (const ab_cred_proxy_t *p, const struct inotify_event *ev)
 	if (strcmp (ev->name, p->config_base) == 0) {
 		if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO))
 			return true;
-		return (ev->mask & IN_CREATE) && lstat (p->config_path, &st) == 0 && S_ISLNK (st.st_mode);
+		return (ev->mask & IN_CREATE) && lstat (p->config_path, &st) == 0
+		       && S_ISLNK (st.st_mode);
 	}
 	return strncmp (ev->name, "..", 2) == 0 && (ev->mask & (IN_MOVED_TO | IN_CREATE)) != 0;
 }
@@ -119,7 +117,7 @@ on_inotify (evutil_socket_t fd, short what, void *arg)
 {
 	ab_cred_proxy_t *p = arg;
 	char buf[16 * (sizeof (struct inotify_event) + NAME_MAX + 1)]
-		__attribute__ ((aligned (__alignof__ (struct inotify_event))));
+	        __attribute__ ((aligned (__alignof__(struct inotify_event))));
 	bool changed = false;
 	ssize_t n;
 
@@ -127,7 +125,7 @@ on_inotify (evutil_socket_t fd, short what, void *arg)
 	 * events is one change. */
 	while ((n = read (fd, buf, sizeof buf)) > 0) {
 		for (char *q = buf; q < buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *) q;
+			const struct inotify_event *ev = (const struct inotify_event *)q;
 			if (concerns_us (p, ev))
 				changed = true;
 			q += sizeof *ev + ev->len;
@@ -149,7 +147,8 @@ watch_config (ab_cred_proxy_t *p, ab_error_t *err)
 	if (p->inotify_fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "inotify_init1");
 	if (inotify_add_watch (p->inotify_fd, p->config_dir,
-	                       IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR) < 0)
+	                       IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR)
+	    < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_SYSTEM,
 		                 "watch the configuration directory %s", p->config_dir);
 	p->inotify_ev = event_new (p->base, p->inotify_fd, EV_READ | EV_PERSIST, on_inotify, p);
@@ -160,19 +159,11 @@ watch_config (ab_cred_proxy_t *p, ab_error_t *err)
 
 /* ---- connections ---------------------------------------------------------- */
 
-static struct timeval
-tv_from_us (uint64_t us)
-{
-	struct timeval tv = {.tv_sec = (time_t) (us / 1000000u),
-	                     .tv_usec = (suseconds_t) (us % 1000000u)};
-	return tv;
-}
-
 static uint64_t
 conn_deadline (const struct ab_cp_conn_s *c)
 {
 	const struct ab_cred_limits_s *l = &c->proxy->cfg.limits;
-	uint64_t idle = c->t_last + (uint64_t) l->idle_timeout_ms * 1000u;
+	uint64_t idle = c->t_last + (uint64_t)l->idle_timeout_ms * 1000u;
 	uint64_t head;
 
 	switch (c->state) {
@@ -180,14 +171,11 @@ conn_deadline (const struct ab_cp_conn_s *c)
 		/* Slowloris: a head must arrive whole within head_timeout. */
 		if (c->t_head_start == 0)
 			return idle;
-		head = c->t_head_start + (uint64_t) l->head_timeout_ms * 1000u;
+		head = c->t_head_start + (uint64_t)l->head_timeout_ms * 1000u;
 		return head < idle ? head : idle;
-	case AB_CP_ST_CONNECT:
-		return c->t_phase + (uint64_t) l->connect_timeout_ms * 1000u;
-	case AB_CP_ST_CLOSING:
-		return c->t_phase + AB_CP_LINGER_MS * 1000u;
-	case AB_CP_ST_FORWARD:
-		break;
+	case AB_CP_ST_CONNECT: return c->t_phase + (uint64_t)l->connect_timeout_ms * 1000u;
+	case AB_CP_ST_CLOSING: return c->t_phase + AB_CP_LINGER_MS * 1000u;
+	case AB_CP_ST_FORWARD: break;
 	}
 	return idle;
 }
@@ -197,16 +185,7 @@ conn_deadline (const struct ab_cp_conn_s *c)
 static void
 conn_update_timer (struct ab_cp_conn_s *c)
 {
-	uint64_t deadline = conn_deadline (c);
-	uint64_t now;
-	struct timeval tv;
-
-	if (c->timer_at != 0 && c->timer_at <= deadline)
-		return;
-	now = ab_cp_now_us ();
-	tv = tv_from_us (deadline > now ? deadline - now : 0);
-	evtimer_add (c->tev, &tv);
-	c->timer_at = deadline;
+	ab_lazy_timer_arm (c->tev, &c->timer_at, conn_deadline (c));
 }
 
 void
@@ -252,10 +231,7 @@ conn_free (struct ab_cp_conn_s *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	p->n_conns--;
-	if (p->accept_paused && p->n_conns < p->cfg.limits.max_conns) {
-		p->accept_paused = false;
-		event_add (p->listen_ev, NULL);
-	}
+	ab_listener_resume (&p->listener);
 	free (c);
 }
 
@@ -263,14 +239,10 @@ static int
 conn_step (struct ab_cp_conn_s *c)
 {
 	switch (c->state) {
-	case AB_CP_ST_HEAD:
-		return ab_cp_head_step (c);
-	case AB_CP_ST_CONNECT:
-		return ab_cp_connect_step (c);
-	case AB_CP_ST_FORWARD:
-		return ab_cp_forward_step (c);
-	case AB_CP_ST_CLOSING:
-		return ab_cp_closing_step (c);
+	case AB_CP_ST_HEAD: return ab_cp_head_step (c);
+	case AB_CP_ST_CONNECT: return ab_cp_connect_step (c);
+	case AB_CP_ST_FORWARD: return ab_cp_forward_step (c);
+	case AB_CP_ST_CLOSING: return ab_cp_closing_step (c);
 	}
 	return AB_CP_CLOSE;
 }
@@ -369,51 +341,28 @@ ab_cred_proxy_serve_fd (ab_cred_proxy_t *p, int fd, ab_error_t *err)
 	return conn_new (p, steal_fd (&owned), err);
 }
 
-static void
-on_accept (evutil_socket_t lfd, short what, void *arg)
+static bool
+listener_full (void *owner)
 {
-	ab_cred_proxy_t *p = arg;
+	ab_cred_proxy_t *p = owner;
 
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		ab_error_t err = AB_ERROR_INIT;
-		int fd;
+	return p->n_conns >= p->cfg.limits.max_conns;
+}
 
-		/* At the limit, new clients wait in the backlog until one ends. */
-		if (p->n_conns >= p->cfg.limits.max_conns) {
-			event_del (p->listen_ev);
-			p->accept_paused = true;
-			return;
-		}
-		fd = accept4 (lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return;
-		}
-		conn_new (p, fd, &err);
-	}
+static void
+listener_take (void *owner, int fd)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	conn_new (owner, fd, &err);
 }
 
 /* ---- the proxy object ----------------------------------------------------- */
 
-static void
-on_stop (evutil_socket_t fd, short what, void *arg)
-{
-	ab_cred_proxy_t *p = arg;
-	uint64_t v;
-
-	if (fd == p->stop_fd && read (p->stop_fd, &v, sizeof v) < 0)
-		return;
-	event_base_loopbreak (p->base);
-}
-
 static int
 proxy_init (ab_cred_proxy_t *p, ab_error_t *err)
 {
-	p->stop_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->stop_fd >= 0)
-		p->stop_ev = event_new (p->base, p->stop_fd, EV_READ | EV_PERSIST, on_stop, p);
-	if (p->stop_ev == NULL || event_add (p->stop_ev, NULL) < 0)
+	if (ab_loop_stop_open (&p->stop, p->base) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "set up the credential proxy's events");
 	p->resolver = ab_resolver_new (p->base, RESOLVER_THREADS, RESOLVER_QUEUE, err);
 	if (p->resolver == NULL)
@@ -447,10 +396,14 @@ ab_cred_proxy_new (struct event_base *base, const struct ab_cred_proxy_config_s 
 	p->cfg = *cfg;
 	p->config_path = cfg->config_path ? xstrdup (cfg->config_path) : NULL;
 	p->cfg.config_path = p->config_path;
-	p->listen_fd = p->stop_fd = p->inotify_fd = -1;
+	p->inotify_fd = -1;
+	/* No pause on fd exhaustion (retry 0): the listener stays armed. */
+	ab_listener_init (&p->listener, listener_full, listener_take, p, 0);
+	ab_loop_stop_init (&p->stop);
 	p->http_limits.max_head = cfg->limits.max_head;
 	p->http_limits.max_fields = cfg->limits.max_fields;
-	p->fields = xcalloc (cfg->limits.max_fields ? cfg->limits.max_fields : 1, sizeof *p->fields);
+	p->fields =
+	        xcalloc (cfg->limits.max_fields ? cfg->limits.max_fields : 1, sizeof *p->fields);
 	p->base = base;
 	if (p->base == NULL) {
 		p->base = event_base_new ();
@@ -484,15 +437,9 @@ ab_cred_proxy_free (ab_cred_proxy_t *p)
 	while (p->conns)
 		conn_free (p->conns);
 	ab_resolver_free (p->resolver);
-	for (int i = 0; i < 2; i++)
-		free_event (&p->sig_ev[i]);
-	free_event (&p->listen_ev);
-	free_event (&p->stop_ev);
+	ab_loop_stop_close (&p->stop);
+	ab_listener_close (&p->listener);
 	free_event (&p->inotify_ev);
-	if (p->stop_fd >= 0)
-		close (p->stop_fd);
-	if (p->listen_fd >= 0)
-		close (p->listen_fd);
 	if (p->inotify_fd >= 0)
 		close (p->inotify_fd);
 	if (p->own_base && p->base)
@@ -507,94 +454,23 @@ ab_cred_proxy_free (ab_cred_proxy_t *p)
 	free (p);
 }
 
-static void
-format_sockaddr (const struct sockaddr *sa, char *buf, size_t len)
-{
-	char host[NI_MAXHOST];
-	char port[NI_MAXSERV];
-	socklen_t sl = sa->sa_family == AF_INET6 ? sizeof (struct sockaddr_in6)
-	                                         : sizeof (struct sockaddr_in);
-
-	if (getnameinfo (sa, sl, host, sizeof host, port, sizeof port,
-	                 NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-		snprintf (buf, len, "?");
-		return;
-	}
-	snprintf (buf, len, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-}
-
-static int
-bind_listener (const struct addrinfo *ai, ab_error_t *err)
-{
-	cleanup_close int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	                               ai->ai_protocol);
-	int one = 1;
-
-	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
-	setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "bind");
-	if (listen (fd, SOMAXCONN) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "listen");
-	return steal_fd (&fd);
-}
-
 int
 ab_cred_proxy_listen (ab_cred_proxy_t *p, const char *host, const char *port, char *bound,
                       size_t bound_len, ab_error_t *err)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-	struct addrinfo *ai = NULL;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	int e;
-
-	if (p->listen_fd >= 0)
+	if (p->listener.fd >= 0)
 		return ab_error (err, 0, AB_E_CONFLICT, "credential proxy already listening");
-	e = getaddrinfo (host && *host ? host : NULL, port, &hints, &ai);
-	if (e != 0)
-		return ab_error (err, 0, AB_E_INVALID, "listen address %s:%s: %s", host, port,
-		                 gai_strerror (e));
-	p->listen_fd = bind_listener (ai, err);
-	freeaddrinfo (ai);
-	if (p->listen_fd < 0)
-		return ab_error_wrap (err, "listen on %s:%s", host, port);
-	if (getsockname (p->listen_fd, (struct sockaddr *) &ss, &sl) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "getsockname");
-	if (bound != NULL)
-		format_sockaddr ((struct sockaddr *) &ss, bound, bound_len);
-	p->listen_ev = event_new (p->base, p->listen_fd, EV_READ | EV_PERSIST, on_accept, p);
-	if (p->listen_ev == NULL || event_add (p->listen_ev, NULL) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "register listener");
-	return 0;
+	return ab_listener_open (&p->listener, p->base, host, port, bound, bound_len, err);
 }
 
 int
 ab_cred_proxy_run (ab_cred_proxy_t *p, ab_error_t *err)
 {
-	static const int sigs[2] = {SIGINT, SIGTERM};
-
-	for (int i = 0; i < 2; i++) {
-		if (p->sig_ev[i] == NULL)
-			p->sig_ev[i] = evsignal_new (p->base, sigs[i], on_stop, p);
-		if (p->sig_ev[i] == NULL || event_add (p->sig_ev[i], NULL) < 0)
-			return ab_error (err, 0, AB_E_SYSTEM, "register signal handler");
-	}
-	if (event_base_dispatch (p->base) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "event loop failed");
-	return 0;
+	return ab_loop_stop_run (&p->stop, err);
 }
 
 void
 ab_cred_proxy_stop (ab_cred_proxy_t *p)
 {
-	const uint64_t one = 1;
-	int saved = errno;
-
-	if (write (p->stop_fd, &one, sizeof one) < 0) {
-		/* Nothing to do from a signal handler. */
-	}
-	errno = saved;
+	ab_loop_stop_request (&p->stop);
 }

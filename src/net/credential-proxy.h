@@ -40,13 +40,13 @@
 struct event_base;
 
 struct ab_cred_limits_s {
-	size_t max_head;            /* request or response head, bytes (64 KiB) */
-	unsigned max_fields;        /* header fields per head (100) */
-	unsigned max_conns;         /* client connections at once (4096) */
-	unsigned head_timeout_ms;   /* a whole request head from its first byte (30 s) */
-	unsigned connect_timeout_ms;/* resolve, dial, proxy CONNECT and TLS (30 s) */
-	unsigned idle_timeout_ms;   /* no byte either way, including waiting for the
-	                               response head: model APIs think for minutes (600 s) */
+	size_t max_head;             /* request or response head, bytes (64 KiB) */
+	unsigned max_fields;         /* header fields per head (100) */
+	unsigned max_conns;          /* client connections at once (4096) */
+	unsigned head_timeout_ms;    /* a whole request head from its first byte (30 s) */
+	unsigned connect_timeout_ms; /* resolve, dial, proxy CONNECT and TLS (30 s) */
+	unsigned idle_timeout_ms;    /* no byte either way, including waiting for the
+	                                response head: model APIs think for minutes (600 s) */
 };
 
 void ab_cred_limits_default (struct ab_cred_limits_s *l);

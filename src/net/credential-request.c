@@ -8,31 +8,9 @@
 #include <sys/socket.h>
 
 #include "net/credential-internal.h"
-
-static const struct {
-	int status;
-	const char *text;
-} status_texts[] = {
-	{400, "Bad Request"},
-	{401, "Unauthorized"},
-	{404, "Not Found"},
-	{408, "Request Timeout"},
-	{431, "Request Header Fields Too Large"},
-	{501, "Not Implemented"},
-	{502, "Bad Gateway"},
-	{503, "Service Unavailable"},
-	{504, "Gateway Timeout"},
-	{505, "HTTP Version Not Supported"},
-};
-
-static const char *
-status_text (int status)
-{
-	for (size_t i = 0; i < sizeof status_texts / sizeof status_texts[0]; i++)
-		if (status_texts[i].status == status)
-			return status_texts[i].text;
-	return "Error";
-}
+#include "net/hex.h"
+#include "net/http-relay.h"
+#include "net/http-status.h"
 
 int
 ab_cp_answer (struct ab_cp_conn_s *c, int status, const char *body)
@@ -43,7 +21,7 @@ ab_cp_answer (struct ab_cp_conn_s *c, int status, const char *body)
 	                 "content-type: text/plain\r\n"
 	                 "content-length: %zu\r\n"
 	                 "connection: close\r\n\r\n%s",
-	                 status, status_text (status), strlen (body), body);
+	                 status, ab_http_status_text (status), strlen (body), body);
 	ab_cp_close_upstream (c);
 	ab_cp_req_release (c);
 	ab_iobuf_free (&c->uout);
@@ -55,18 +33,6 @@ ab_cp_answer (struct ab_cp_conn_s *c, int status, const char *body)
 
 /* ---- pure helpers --------------------------------------------------------- */
 
-static int
-hexval (char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decode one byte at s[*i] (advancing *i); -1 on a bad escape. */
 static int
 decode_at (const char *s, size_t len, size_t *i)
@@ -74,11 +40,11 @@ decode_at (const char *s, size_t len, size_t *i)
 	int hi, lo;
 
 	if (s[*i] != '%')
-		return (unsigned char) s[(*i)++];
+		return (unsigned char)s[(*i)++];
 	if (*i + 2 >= len)
 		return -1;
-	hi = hexval (s[*i + 1]);
-	lo = hexval (s[*i + 2]);
+	hi = ab_hex_digit (s[*i + 1]);
+	lo = ab_hex_digit (s[*i + 2]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	*i += 3;
@@ -125,7 +91,7 @@ ab_cp_target_verdict
 ab_cp_parse_target (const char *target, size_t len, struct ab_cp_target_s *t)
 {
 	const char *q = memchr (target, '?', len);
-	size_t plen = q ? (size_t) (q - target) : len;
+	size_t plen = q ? (size_t)(q - target) : len;
 	const char *seg_end;
 	size_t seg_len, o = 0;
 	ab_cp_target_verdict v;
@@ -138,7 +104,7 @@ ab_cp_parse_target (const char *target, size_t len, struct ab_cp_target_s *t)
 	if (v != AB_CP_TARGET_OK)
 		return v;
 	seg_end = memchr (target + 1, '/', plen - 1);
-	seg_len = seg_end ? (size_t) (seg_end - target - 1) : plen - 1;
+	seg_len = seg_end ? (size_t)(seg_end - target - 1) : plen - 1;
 	for (size_t i = 1; i < 1 + seg_len;) {
 		int ch = decode_at (target, 1 + seg_len, &i);
 		if (ch < 0)
@@ -147,7 +113,7 @@ ab_cp_parse_target (const char *target, size_t len, struct ab_cp_target_s *t)
 			o = 0; /* too long to be a name: matches nothing */
 			break;
 		}
-		t->name[o++] = (char) ch;
+		t->name[o++] = (char)ch;
 	}
 	t->name[o] = '\0';
 	t->rest = target + 1 + seg_len;
@@ -199,12 +165,12 @@ dropped (const struct ab_http_field_s *f, const struct ab_cred_config_s *cfg,
 	if (ab_http_token_eq (f->name, f->name_len, "authorization"))
 		return true;
 	for (size_t i = 0; i < u->n_strip; i++)
-		if (f->name_len == strlen (u->strip[i]) &&
-		    strncasecmp (f->name, u->strip[i], f->name_len) == 0)
+		if (f->name_len == strlen (u->strip[i])
+		    && strncasecmp (f->name, u->strip[i], f->name_len) == 0)
 			return true;
 	for (size_t i = 0; i < u->n_inject; i++)
-		if (f->name_len == strlen (u->inject[i].name) &&
-		    strncasecmp (f->name, u->inject[i].name, f->name_len) == 0)
+		if (f->name_len == strlen (u->inject[i].name)
+		    && strncasecmp (f->name, u->inject[i].name, f->name_len) == 0)
 			return true;
 	/* The thread token is for us only: a client that also put it in
 	 * another field (an SDK's x-api-key, say) must not leak it upstream.
@@ -220,18 +186,14 @@ ab_cp_build_request (struct ab_iobuf_s *b, const struct ab_http_head_s *h,
 	const char *base = u->url.path;
 	bool empty = base[0] == '\0' && t->rest_len == 0;
 
-	ab_iobuf_printf (b, "%.*s %s%s%s%.*s%s%.*s HTTP/1.1\r\n", (int) h->method_len, h->method,
+	ab_iobuf_printf (b, "%.*s %s%s%s%.*s%s%.*s HTTP/1.1\r\n", (int)h->method_len, h->method,
 	                 absolute ? "http://" : "", absolute ? u->host_field : "", base,
-	                 (int) t->rest_len, t->rest, empty ? "/" : "", (int) t->query_len, t->query);
+	                 (int)t->rest_len, t->rest, empty ? "/" : "", (int)t->query_len, t->query);
 	ab_iobuf_printf (b, "Host: %s\r\n", u->host_field);
 	for (unsigned i = 0; i < h->n_fields; i++) {
 		const struct ab_http_field_s *f = &h->fields[i];
-		if (dropped (f, cfg, u))
-			continue;
-		ab_iobuf_append (b, f->name, f->name_len);
-		ab_iobuf_append (b, ": ", 2);
-		ab_iobuf_append (b, f->value, f->value_len);
-		ab_iobuf_append (b, "\r\n", 2);
+		if (!dropped (f, cfg, u))
+			ab_http_append_field (b, f);
 	}
 	for (size_t i = 0; i < u->n_inject; i++)
 		ab_iobuf_printf (b, "%s: %s\r\n", u->inject[i].name, u->inject[i].value);
@@ -239,10 +201,7 @@ ab_cp_build_request (struct ab_iobuf_s *b, const struct ab_http_head_s *h,
 		ab_iobuf_printf (b, "Proxy-Authorization: %s\r\n", proxy_auth);
 	/* Framing is regenerated from what the parser understood, never
 	 * copied (request smuggling). */
-	if (h->body == AB_HTTP_BODY_CHUNKED)
-		ab_iobuf_append (b, "Transfer-Encoding: chunked\r\n", 28);
-	else if (h->has_content_length)
-		ab_iobuf_printf (b, "Content-Length: %llu\r\n", (unsigned long long) h->content_length);
+	ab_http_append_framing (b, h->body, h->has_content_length, h->content_length);
 	ab_iobuf_append (b, "\r\n", 2);
 }
 
@@ -252,7 +211,7 @@ static int
 handle_request (struct ab_cp_conn_s *c, size_t head_len)
 {
 	ab_cred_proxy_t *p = c->proxy;
-	struct ab_http_head_s h = {.fields = p->fields};
+	struct ab_http_head_s h = { .fields = p->fields };
 	struct ab_http_error_s e;
 	struct ab_cp_target_s t;
 	const char *tok;
@@ -262,7 +221,8 @@ handle_request (struct ab_cp_conn_s *c, size_t head_len)
 	memset (&c->rq, 0, sizeof c->rq);
 	c->head_scan = 0;
 	c->t_head_start = 0;
-	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &p->http_limits, &h, &e) < 0) {
+	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &p->http_limits, &h, &e)
+	    < 0) {
 		snprintf (reason, sizeof reason, "%s\n", e.reason);
 		return ab_cp_answer (c, e.status, reason);
 	}
@@ -271,12 +231,10 @@ handle_request (struct ab_cp_conn_s *c, size_t head_len)
 	if (!ab_cp_bearer (&h, &tok, &tok_len) || !ab_cred_token_ok (p->config, tok, tok_len))
 		return ab_cp_answer (c, 401, "unauthorized\n");
 	switch (ab_cp_parse_target (h.target, h.target_len, &t)) {
-	case AB_CP_TARGET_OK:
-		break;
+	case AB_CP_TARGET_OK: break;
 	case AB_CP_TARGET_TRAVERSAL:
 		return ab_cp_answer (c, 400, "path traversal is not allowed\n");
-	case AB_CP_TARGET_MALFORMED:
-		return ab_cp_answer (c, 400, "invalid request target\n");
+	case AB_CP_TARGET_MALFORMED: return ab_cp_answer (c, 400, "invalid request target\n");
 	}
 	c->ups = ab_cred_config_find (p->config, t.name, strlen (t.name));
 	if (c->ups == NULL)
@@ -316,7 +274,7 @@ ab_cp_head_step (struct ab_cp_conn_s *c)
 				return ab_cp_answer (c, e.status, reason);
 			}
 			if (n > 0)
-				return handle_request (c, (size_t) n);
+				return handle_request (c, (size_t)n);
 			if (c->t_head_start == 0)
 				c->t_head_start = ab_cp_now_us ();
 		}
@@ -351,7 +309,7 @@ ab_cp_closing_step (struct ab_cp_conn_s *c)
 			return AB_CP_WAIT;
 		if (n < 0)
 			return AB_CP_CLOSE;
-		ab_iobuf_consume (&c->cout, (size_t) n);
+		ab_iobuf_consume (&c->cout, (size_t)n);
 	}
 	ab_iobuf_free (&c->cout);
 	/* Half-close, then read what the client still sends: closing with
@@ -370,7 +328,7 @@ ab_cp_closing_step (struct ab_cp_conn_s *c)
 			return AB_CP_WAIT;
 		if (n <= 0)
 			return AB_CP_CLOSE;
-		c->lingered += (size_t) n;
+		c->lingered += (size_t)n;
 		if (c->lingered > AB_CP_LINGER_BYTES)
 			return AB_CP_CLOSE;
 	}

@@ -8,35 +8,12 @@
  * (RFC 9112 9.3), and so does the upstream one while the client keeps
  * asking the same host and port. */
 #include <errno.h>
-#include <inttypes.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "net/egress-internal.h"
-
-static void
-append_fields (struct ab_iobuf_s *b, const struct ab_http_head_s *h, unsigned drop)
-{
-	for (unsigned i = 0; i < h->n_fields; i++) {
-		const struct ab_http_field_s *f = &h->fields[i];
-		if (f->flags & drop)
-			continue;
-		ab_iobuf_append (b, f->name, f->name_len);
-		ab_iobuf_append (b, ": ", 2);
-		ab_iobuf_append (b, f->value, f->value_len);
-		ab_iobuf_append (b, "\r\n", 2);
-	}
-}
-
-static void
-append_framing (struct ab_iobuf_s *b, ab_http_body_kind body, bool has_cl, uint64_t cl)
-{
-	if (body == AB_HTTP_BODY_CHUNKED)
-		ab_iobuf_append (b, "Transfer-Encoding: chunked\r\n", 28);
-	else if (has_cl)
-		ab_iobuf_printf (b, "Content-Length: %" PRIu64 "\r\n", cl);
-}
+#include "net/http-relay.h"
 
 int
 ab_egress_forward_prepare (struct ab_egress_conn_s *c, const struct ab_http_head_s *h,
@@ -55,8 +32,8 @@ ab_egress_forward_prepare (struct ab_egress_conn_s *c, const struct ab_http_head
 	if (hp->port != 80)
 		ab_iobuf_printf (b, ":%u", (unsigned)hp->port);
 	ab_iobuf_append (b, "\r\n", 2);
-	append_fields (b, h, AB_HTTP_F_HOP | AB_HTTP_F_HOST | AB_HTTP_F_FRAMING);
-	append_framing (b, h->body, h->has_content_length, h->content_length);
+	ab_http_append_fields (b, h, AB_HTTP_F_HOP | AB_HTTP_F_HOST | AB_HTTP_F_FRAMING);
+	ab_http_append_framing (b, h->body, h->has_content_length, h->content_length);
 	ab_iobuf_append (b, "\r\n", 2);
 
 	rq->req_body = h->body;
@@ -69,30 +46,6 @@ ab_egress_forward_prepare (struct ab_egress_conn_s *c, const struct ab_http_head
 	rq->client_close = h->conn_close || h->version_minor == 0;
 	rq->resp_phase = AB_EG_RESP_HEAD;
 	return 0;
-}
-
-/* How many of the n bytes at p belong to the message being relayed. */
-static ssize_t
-frame_take (ab_http_body_kind kind, uint64_t *remaining, struct ab_http_chunked_s *ch,
-            const char *p, size_t n, bool *done, struct ab_http_error_s *e)
-{
-	ssize_t r;
-
-	switch (kind) {
-	case AB_HTTP_BODY_NONE: *done = true; return 0;
-	case AB_HTTP_BODY_LENGTH:
-		if ((uint64_t)n > *remaining)
-			n = (size_t)*remaining;
-		*remaining -= n;
-		*done = *remaining == 0;
-		return (ssize_t)n;
-	case AB_HTTP_BODY_CHUNKED:
-		r = ab_http_chunked_advance (ch, p, n, e);
-		*done = r >= 0 && ch->done;
-		return r;
-	case AB_HTTP_BODY_UNTIL_CLOSE: return (ssize_t)n;
-	}
-	return -1;
 }
 
 /* writev our own bytes, then n payload bytes at p; returns how many
@@ -171,9 +124,9 @@ pump_request (struct ab_egress_conn_s *c)
 		ssize_t n;
 
 		if (rq->cin_ready == 0 && !rq->req_done && ab_iobuf_len (&c->cin) > 0) {
-			n = frame_take (rq->req_body, &rq->req_remaining, &rq->req_chunked,
-			                ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
-			                &rq->req_done, &e);
+			n = ab_http_frame_take (rq->req_body, &rq->req_remaining, &rq->req_chunked,
+			                        ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
+			                        &rq->req_done, &e);
 			if (n < 0)
 				return ab_egress_refuse (c, 400, true, e.reason);
 			rq->cin_ready = (size_t)n;
@@ -219,24 +172,6 @@ pump_request (struct ab_egress_conn_s *c)
 	}
 }
 
-/* A final or interim response head for the client. */
-static void
-write_response_head (struct ab_egress_conn_s *c, const struct ab_http_head_s *h)
-{
-	struct ab_iobuf_s *b = &c->cout;
-	bool no_length = h->status < 200 || h->status == 204;
-
-	ab_iobuf_printf (b, "HTTP/1.1 %d %.*s\r\n", h->status, (int)h->reason_len, h->reason);
-	append_fields (b, h, AB_HTTP_F_HOP | AB_HTTP_F_FRAMING);
-	/* A HEAD or 304 response keeps its Content-Length: it describes the
-	 * representation, not this message (RFC 9110 8.6). */
-	if (!no_length)
-		append_framing (b, h->body, h->has_content_length, h->content_length);
-	if (h->status >= 200 && c->rq.client_close)
-		ab_iobuf_append (b, "Connection: close\r\n", 19);
-	ab_iobuf_append (b, "\r\n", 2);
-}
-
 static int
 response_head (struct ab_egress_conn_s *c, size_t len)
 {
@@ -257,7 +192,7 @@ response_head (struct ab_egress_conn_s *c, size_t len)
 		return ab_egress_refuse (c, 502, false, "upstream switched protocols");
 	if (h.status < 200) {
 		if (rq->version_minor >= 1) {
-			write_response_head (c, &h);
+			ab_http_append_response_head (&c->cout, &h, rq->client_close);
 			rq->resp_started = true;
 		}
 		ab_iobuf_consume (&c->uin, len);
@@ -271,7 +206,7 @@ response_head (struct ab_egress_conn_s *c, size_t len)
 	rq->upstream_close = h.conn_close || (h.version_minor == 0 && !h.conn_keep_alive)
 	                     || h.body == AB_HTTP_BODY_UNTIL_CLOSE;
 	rq->status = h.status;
-	write_response_head (c, &h);
+	ab_http_append_response_head (&c->cout, &h, rq->client_close);
 	ab_iobuf_consume (&c->uin, len);
 	rq->resp_scan = 0;
 	rq->resp_started = true;
@@ -325,8 +260,8 @@ take_response_bytes (struct ab_egress_conn_s *c)
 			return NEED_MORE;
 		return response_head (c, (size_t)n);
 	}
-	n = frame_take (rq->resp_body, &rq->resp_remaining, &rq->resp_chunked,
-	                ab_iobuf_peek (&c->uin), ab_iobuf_len (&c->uin), &done, &e);
+	n = ab_http_frame_take (rq->resp_body, &rq->resp_remaining, &rq->resp_chunked,
+	                        ab_iobuf_peek (&c->uin), ab_iobuf_len (&c->uin), &done, &e);
 	if (n < 0)
 		return abort_request (c, e.reason);
 	rq->uin_ready = (size_t)n;

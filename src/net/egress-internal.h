@@ -1,6 +1,9 @@
 /* Internals of the egress proxy shared by its files:
- *   egress-proxy.c    the proxy object, listener, connection lifetime,
- *                     events, timers and the per-connection driver loop
+ *   egress-proxy.c    the proxy object, connection lifetime, events,
+ *                     timers and the per-connection driver loop (the
+ *                     listener, stop and lazy timers are shared with the
+ *                     credential proxy: listener.c, loop-stop.c,
+ *                     lazy-timer.c; message relaying: http-relay.c)
  *   egress-request.c  request heads: target parsing, policy decision,
  *                     resolution, dialing, refusals, log and audit lines
  *   egress-forward.c  absolute-URI requests: head rewriting, bodies,
@@ -23,6 +26,8 @@
 #include "net/egress-proxy.h"
 #include "net/http-head.h"
 #include "net/iobuf.h"
+#include "net/listener.h"
+#include "net/loop-stop.h"
 #include "net/resolve.h"
 
 /* What a step tells the driver. */
@@ -177,14 +182,8 @@ struct ab_egress_proxy_s {
 	struct ab_http_limits_s http_limits;
 	struct ab_resolver_s *resolver;
 
-	int listen_fd;
-	struct event *listen_ev;
-	struct event *accept_retry_ev;
-	bool accept_paused;
-
-	int stop_fd;
-	struct event *stop_ev;
-	struct event *sig_ev[2];
+	struct ab_listener_s listener;
+	struct ab_loop_stop_s stop;
 
 	struct ab_egress_conn_s *conns;
 	unsigned n_conns;

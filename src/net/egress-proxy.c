@@ -4,13 +4,11 @@
  * egress-tunnel.c (see egress-internal.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,10 +17,9 @@
 #include "base/fd.h"
 #include "base/xalloc.h"
 #include "net/egress-internal.h"
+#include "net/lazy-timer.h"
 
-/* Accepts per wakeup, so a flood of connections cannot starve the ones we
- * already have; and the pause after running out of file descriptors. */
-#define ACCEPT_BATCH    64
+/* The pause after running out of file descriptors. */
 #define ACCEPT_RETRY_MS 100
 
 void
@@ -42,18 +39,7 @@ ab_egress_limits_default (struct ab_egress_limits_s *l)
 uint64_t
 ab_egress_now_us (void)
 {
-	struct timespec ts;
-
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static struct timeval
-tv_from_us (uint64_t us)
-{
-	struct timeval tv = { .tv_sec = (time_t)(us / 1000000u),
-		              .tv_usec = (suseconds_t)(us % 1000000u) };
-	return tv;
+	return ab_mono_now_us ();
 }
 
 ssize_t
@@ -117,16 +103,7 @@ conn_deadline (const struct ab_egress_conn_s *c)
 static void
 conn_update_timer (struct ab_egress_conn_s *c)
 {
-	uint64_t deadline = conn_deadline (c);
-	uint64_t now;
-	struct timeval tv;
-
-	if (c->timer_at != 0 && c->timer_at <= deadline)
-		return;
-	now = ab_egress_now_us ();
-	tv = tv_from_us (deadline > now ? deadline - now : 0);
-	evtimer_add (c->tev, &tv);
-	c->timer_at = deadline;
+	ab_lazy_timer_arm (c->tev, &c->timer_at, conn_deadline (c));
 }
 
 static void
@@ -157,10 +134,7 @@ conn_free (struct ab_egress_conn_s *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	p->n_conns--;
-	if (p->accept_paused && p->n_conns < p->cfg.limits.max_conns) {
-		p->accept_paused = false;
-		event_add (p->listen_ev, NULL);
-	}
+	ab_listener_resume (&p->listener);
 	free (c);
 }
 
@@ -378,65 +352,20 @@ ab_egress_proxy_serve_fd (ab_egress_proxy_t *p, int fd, const char *sandbox_id,
 	return 0;
 }
 
-static void
-pause_accept (ab_egress_proxy_t *p, unsigned ms)
+static bool
+listener_full (void *owner)
 {
-	event_del (p->listen_ev);
-	p->accept_paused = true;
-	if (ms > 0) {
-		struct timeval tv = tv_from_us ((uint64_t)ms * 1000u);
-		evtimer_add (p->accept_retry_ev, &tv);
-	}
+	ab_egress_proxy_t *p = owner;
+
+	return p->n_conns >= p->cfg.limits.max_conns;
 }
 
 static void
-on_accept_retry (evutil_socket_t fd, short what, void *arg)
+listener_take (void *owner, int fd)
 {
-	ab_egress_proxy_t *p = arg;
+	ab_error_t err = AB_ERROR_INIT;
 
-	if (p->accept_paused && p->n_conns < p->cfg.limits.max_conns) {
-		p->accept_paused = false;
-		event_add (p->listen_ev, NULL);
-	}
-}
-
-static void
-on_accept (evutil_socket_t lfd, short what, void *arg)
-{
-	ab_egress_proxy_t *p = arg;
-
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		ab_error_t err = AB_ERROR_INIT;
-		int fd;
-
-		/* At the limit, leave new clients in the kernel's backlog until a
-		 * connection ends (conn_free resumes accepting). */
-		if (p->n_conns >= p->cfg.limits.max_conns) {
-			pause_accept (p, 0);
-			return;
-		}
-		fd = accept4 (lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
-			    || errno == ENOMEM)
-				pause_accept (p, ACCEPT_RETRY_MS);
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return;
-		}
-		conn_new (p, fd, NULL, NULL, &err);
-	}
-}
-
-static void
-on_stop (evutil_socket_t fd, short what, void *arg)
-{
-	ab_egress_proxy_t *p = arg;
-	uint64_t v;
-
-	if (fd == p->stop_fd && read (p->stop_fd, &v, sizeof v) < 0)
-		return;
-	event_base_loopbreak (p->base);
+	conn_new (owner, fd, NULL, NULL, &err);
 }
 
 ab_egress_proxy_t *
@@ -447,8 +376,8 @@ ab_egress_proxy_new (struct event_base *base, const struct ab_egress_proxy_confi
 
 	signal (SIGPIPE, SIG_IGN);
 	p->cfg = *cfg;
-	p->listen_fd = -1;
-	p->stop_fd = -1;
+	ab_listener_init (&p->listener, listener_full, listener_take, p, ACCEPT_RETRY_MS);
+	ab_loop_stop_init (&p->stop);
 	p->http_limits.max_head = cfg->limits.max_head;
 	p->http_limits.max_fields = cfg->limits.max_fields;
 	p->fields =
@@ -463,13 +392,8 @@ ab_egress_proxy_new (struct event_base *base, const struct ab_egress_proxy_confi
 		ab_egress_proxy_free (p);
 		return NULL;
 	}
-	p->accept_retry_ev = evtimer_new (p->base, on_accept_retry, p);
 	p->log_ev = event_new (p->base, -1, 0, on_log_flush, p);
-	p->stop_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->stop_fd >= 0)
-		p->stop_ev = event_new (p->base, p->stop_fd, EV_READ | EV_PERSIST, on_stop, p);
-	if (p->accept_retry_ev == NULL || p->log_ev == NULL || p->stop_ev == NULL
-	    || event_add (p->stop_ev, NULL) < 0) {
+	if (ab_loop_stop_open (&p->stop, p->base) < 0 || p->log_ev == NULL) {
 		ab_error (err, errno, AB_E_SYSTEM, "set up the egress proxy's events");
 		ab_egress_proxy_free (p);
 		return NULL;
@@ -495,116 +419,33 @@ ab_egress_proxy_free (ab_egress_proxy_t *p)
 	if (p->log_ev)
 		event_free (p->log_ev);
 	ab_resolver_free (p->resolver);
-	for (int i = 0; i < 2; i++)
-		if (p->sig_ev[i])
-			event_free (p->sig_ev[i]);
-	if (p->listen_ev)
-		event_free (p->listen_ev);
-	if (p->accept_retry_ev)
-		event_free (p->accept_retry_ev);
-	if (p->stop_ev)
-		event_free (p->stop_ev);
-	if (p->stop_fd >= 0)
-		close (p->stop_fd);
-	if (p->listen_fd >= 0)
-		close (p->listen_fd);
+	ab_loop_stop_close (&p->stop);
+	ab_listener_close (&p->listener);
 	if (p->own_base && p->base)
 		event_base_free (p->base);
 	free (p->fields);
 	free (p);
 }
 
-static void
-format_sockaddr (const struct sockaddr *sa, char *buf, size_t len)
-{
-	char host[NI_MAXHOST];
-	char port[NI_MAXSERV];
-	socklen_t sl = sa->sa_family == AF_INET6 ? sizeof (struct sockaddr_in6)
-	                                         : sizeof (struct sockaddr_in);
-
-	if (getnameinfo (sa, sl, host, sizeof host, port, sizeof port,
-	                 NI_NUMERICHOST | NI_NUMERICSERV)
-	    != 0) {
-		snprintf (buf, len, "?");
-		return;
-	}
-	snprintf (buf, len, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-}
-
-static int
-bind_listener (const struct addrinfo *ai, ab_error_t *err)
-{
-	cleanup_close int fd = socket (
-	        ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-	int one = 1;
-
-	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
-	setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind (fd, ai->ai_addr, ai->ai_addrlen) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "bind");
-	if (listen (fd, SOMAXCONN) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "listen");
-	return steal_fd (&fd);
-}
-
 int
 ab_egress_proxy_listen (ab_egress_proxy_t *p, const char *host, const char *port, char *bound,
                         size_t bound_len, ab_error_t *err)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-	struct addrinfo *ai = NULL;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	int e;
-
-	if (p->listen_fd >= 0)
+	if (p->listener.fd >= 0)
 		return ab_error (err, 0, AB_E_CONFLICT, "egress proxy already listening");
-	e = getaddrinfo (host && *host ? host : NULL, port, &hints, &ai);
-	if (e != 0)
-		return ab_error (err, 0, AB_E_INVALID, "listen address %s:%s: %s", host, port,
-		                 gai_strerror (e));
-	p->listen_fd = bind_listener (ai, err);
-	freeaddrinfo (ai);
-	if (p->listen_fd < 0)
-		return ab_error_wrap (err, "listen on %s:%s", host, port);
-	if (getsockname (p->listen_fd, (struct sockaddr *)&ss, &sl) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "getsockname");
-	if (bound != NULL)
-		format_sockaddr ((struct sockaddr *)&ss, bound, bound_len);
-	p->listen_ev = event_new (p->base, p->listen_fd, EV_READ | EV_PERSIST, on_accept, p);
-	if (p->listen_ev == NULL || event_add (p->listen_ev, NULL) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "register listener");
-	return 0;
+	return ab_listener_open (&p->listener, p->base, host, port, bound, bound_len, err);
 }
 
 int
 ab_egress_proxy_run (ab_egress_proxy_t *p, ab_error_t *err)
 {
-	static const int sigs[2] = { SIGINT, SIGTERM };
-
-	for (int i = 0; i < 2; i++) {
-		if (p->sig_ev[i] == NULL)
-			p->sig_ev[i] = evsignal_new (p->base, sigs[i], on_stop, p);
-		if (p->sig_ev[i] == NULL || event_add (p->sig_ev[i], NULL) < 0)
-			return ab_error (err, 0, AB_E_SYSTEM, "register signal handler");
-	}
-	if (event_base_dispatch (p->base) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "event loop failed");
-	return 0;
+	return ab_loop_stop_run (&p->stop, err);
 }
 
 void
 ab_egress_proxy_stop (ab_egress_proxy_t *p)
 {
-	const uint64_t one = 1;
-	int saved = errno;
-
-	if (write (p->stop_fd, &one, sizeof one) < 0) {
-		/* Nothing to do from a signal handler; the counter is full anyway. */
-	}
-	errno = saved;
+	ab_loop_stop_request (&p->stop);
 }
 
 unsigned

@@ -13,34 +13,11 @@
 
 #include "base/xalloc.h"
 #include "net/egress-internal.h"
+#include "net/http-status.h"
 
 /* Longest authority we hand to the policy parser: a 253-character name,
  * brackets, colon and port; anything longer is refused as such. */
 #define AUTHORITY_MAX 300
-
-static const struct {
-	int status;
-	const char *text;
-} status_texts[] = {
-	{ 400, "Bad Request" },
-	{ 403, "Forbidden" },
-	{ 408, "Request Timeout" },
-	{ 431, "Request Header Fields Too Large" },
-	{ 501, "Not Implemented" },
-	{ 502, "Bad Gateway" },
-	{ 503, "Service Unavailable" },
-	{ 504, "Gateway Timeout" },
-	{ 505, "HTTP Version Not Supported" },
-};
-
-static const char *
-status_text (int status)
-{
-	for (size_t i = 0; i < sizeof status_texts / sizeof status_texts[0]; i++)
-		if (status_texts[i].status == status)
-			return status_texts[i].text;
-	return "Error";
-}
 
 void
 ab_egress_format_hostport (const struct ab_hostport_s *hp, char *buf, size_t len)
@@ -154,7 +131,7 @@ ab_egress_refuse (struct ab_egress_conn_s *c, int status, bool denied, const cha
 	                 "content-type: text/plain; charset=utf-8\r\n"
 	                 "content-length: %zu\r\n"
 	                 "connection: close\r\n\r\n%s",
-	                 status, status_text (status), strlen (body), body);
+	                 status, ab_http_status_text (status), strlen (body), body);
 	ab_egress_audit_done (c);
 	enter_closing (c);
 	return AB_EG_AGAIN;

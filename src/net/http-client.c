@@ -25,7 +25,7 @@
 
 /* Extra CA files operators set for curl/OpenSSL and for Node, in addition
  * to the system roots (Node's NODE_EXTRA_CA_CERTS semantics for both). */
-static const char *const extra_ca_vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"};
+static const char *const extra_ca_vars[] = { "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS" };
 
 static void
 load_extra_ca (SSL_CTX *ctx, const char *var, FILE *warn)
@@ -35,7 +35,8 @@ load_extra_ca (SSL_CTX *ctx, const char *var, FILE *warn)
 	if (file == NULL || file[0] == '\0')
 		return;
 	if (SSL_CTX_load_verify_file (ctx, file) != 1 && warn != NULL)
-		fprintf (warn, "warning: %s=%s could not be loaded; its certificates are not trusted\n",
+		fprintf (warn,
+		         "warning: %s=%s could not be loaded; its certificates are not trusted\n",
 		         var, file);
 	ERR_clear_error ();
 }
@@ -98,7 +99,7 @@ ab_url_parse (const char *text, struct ab_url_s *out, ab_error_t *err)
 	if (strpbrk (p, "?#") != NULL)
 		return ab_error (err, 0, AB_E_INVALID, "URL must not have a query or fragment");
 	path = p + strcspn (p, "/");
-	alen = (size_t) (path - p);
+	alen = (size_t)(path - p);
 	if (memchr (p, '@', alen) != NULL)
 		return ab_error (err, 0, AB_E_INVALID, "URL must not have userinfo");
 	if (alen == 0 || alen >= sizeof authority)
@@ -110,7 +111,7 @@ ab_url_parse (const char *text, struct ab_url_s *out, ab_error_t *err)
 	if (out->hp.port == 0)
 		return ab_error (err, 0, AB_E_INVALID, "URL has an invalid port");
 	for (const char *q = path; *q; q++)
-		if ((unsigned char) *q <= 0x20 || (unsigned char) *q >= 0x7f)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
 			return ab_error (err, 0, AB_E_INVALID, "URL path has an invalid character");
 	plen = strlen (path);
 	while (plen > 0 && path[plen - 1] == '/')
@@ -131,8 +132,8 @@ ab_url_host_field (const struct ab_url_s *u, char *buf, size_t len)
 {
 	int n = snprintf (buf, len, u->hp.kind == AB_HOST_IPV6 ? "[%s]" : "%s", u->hp.host);
 
-	if (u->hp.port != (u->tls ? 443 : 80) && n >= 0 && (size_t) n < len)
-		snprintf (buf + n, len - (size_t) n, ":%u", (unsigned) u->hp.port);
+	if (u->hp.port != (u->tls ? 443 : 80) && n >= 0 && (size_t)n < len)
+		snprintf (buf + n, len - (size_t)n, ":%u", (unsigned)u->hp.port);
 }
 
 /* ---- streams -------------------------------------------------------------- */
@@ -182,8 +183,7 @@ tls_result (struct ab_stream_s *s, int n, int *want)
 		*want = AB_WANT_WRITE;
 		errno = EAGAIN;
 		return -1;
-	case SSL_ERROR_ZERO_RETURN:
-		return 0;
+	case SSL_ERROR_ZERO_RETURN: return 0;
 	case SSL_ERROR_SYSCALL:
 		if (errno == 0)
 			errno = ECONNRESET;
@@ -207,7 +207,7 @@ ab_stream_read (struct ab_stream_s *s, void *buf, size_t len)
 		int r;
 		ERR_clear_error ();
 		errno = 0;
-		r = SSL_read (s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int) len);
+		r = SSL_read (s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
 		if (r > 0) {
 			s->r_want = AB_WANT_READ;
 			return r;
@@ -233,7 +233,7 @@ ab_stream_write (struct ab_stream_s *s, const void *buf, size_t len)
 		int r;
 		ERR_clear_error ();
 		errno = 0;
-		r = SSL_write (s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int) len);
+		r = SSL_write (s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
 		if (r > 0) {
 			s->w_want = AB_WANT_WRITE;
 			return r;
@@ -258,7 +258,7 @@ ab_stream_writev2 (struct ab_stream_s *s, struct ab_iobuf_s *b, const char *p, s
 {
 	size_t blen = b ? ab_iobuf_len (b) : 0;
 	struct iovec iov[2];
-	struct msghdr msg = {.msg_iov = iov};
+	struct msghdr msg = { .msg_iov = iov };
 	ssize_t r;
 
 	if (s->ssl != NULL) {
@@ -266,7 +266,7 @@ ab_stream_writev2 (struct ab_stream_s *s, struct ab_iobuf_s *b, const char *p, s
 		ssize_t r2;
 		if (blen > 0) {
 			r = ab_stream_write (s, ab_iobuf_peek (b), blen);
-			if (r < 0 || (size_t) r < blen || n == 0)
+			if (r < 0 || (size_t)r < blen || n == 0)
 				return r;
 		} else {
 			r = 0;
@@ -277,11 +277,11 @@ ab_stream_writev2 (struct ab_stream_s *s, struct ab_iobuf_s *b, const char *p, s
 		return r + r2;
 	}
 	if (blen > 0) {
-		iov[msg.msg_iovlen].iov_base = (void *) ab_iobuf_peek (b);
+		iov[msg.msg_iovlen].iov_base = (void *)ab_iobuf_peek (b);
 		iov[msg.msg_iovlen++].iov_len = blen;
 	}
 	if (n > 0) {
-		iov[msg.msg_iovlen].iov_base = (void *) p;
+		iov[msg.msg_iovlen].iov_base = (void *)p;
 		iov[msg.msg_iovlen++].iov_len = n;
 	}
 	if (msg.msg_iovlen == 0)
@@ -310,8 +310,8 @@ ab_stream_read_buf (struct ab_stream_s *s, struct ab_iobuf_s *b, size_t chunk, s
 		ssize_t n = ab_stream_read (s, b->data + b->end, room);
 		if (n <= 0)
 			return total > 0 ? total : n;
-		b->end += (size_t) n;
-		room -= (size_t) n;
+		b->end += (size_t)n;
+		room -= (size_t)n;
 		total += n;
 	} while (s->ssl != NULL && room > 0);
 	return total;
@@ -475,7 +475,7 @@ dial_label (const ab_http_client_t *c, char *buf, size_t len)
 	const struct ab_hostport_s *t = dial_target (c);
 
 	snprintf (buf, len, t->kind == AB_HOST_IPV6 ? "%s[%s]:%u" : "%s%s:%u",
-	          c->via_proxy ? "proxy " : "", t->host, (unsigned) t->port);
+	          c->via_proxy ? "proxy " : "", t->host, (unsigned)t->port);
 }
 
 static int
@@ -485,7 +485,8 @@ dial_next (ab_http_client_t *c, ab_error_t *err)
 
 	while (c->i_addr < c->n_addrs) {
 		struct sockaddr_storage ss;
-		socklen_t sl = ab_addr_to_sockaddr (&c->addrs[c->i_addr++], dial_target (c)->port, &ss);
+		socklen_t sl =
+		        ab_addr_to_sockaddr (&c->addrs[c->i_addr++], dial_target (c)->port, &ss);
 		int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		int one = 1;
 
@@ -494,16 +495,18 @@ dial_next (ab_http_client_t *c, ab_error_t *err)
 			continue;
 		}
 		setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		if (connect (fd, (struct sockaddr *) &ss, sl) < 0 && errno != EINPROGRESS) {
+		if (connect (fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
 			c->last_errno = errno;
 			close (fd);
 			continue;
 		}
 		ab_stream_init (&c->s, fd);
-		c->ev = event_new (c->cfg.base, fd, EV_READ | EV_WRITE | EV_PERSIST | EV_ET, on_socket, c);
+		c->ev = event_new (c->cfg.base, fd, EV_READ | EV_WRITE | EV_PERSIST | EV_ET,
+		                   on_socket, c);
 		if (c->ev == NULL || event_add (c->ev, NULL) < 0) {
 			drop_socket (c);
-			return ab_error (err, 0, AB_E_SYSTEM, "register a socket with the event loop");
+			return ab_error (err, 0, AB_E_SYSTEM,
+			                 "register a socket with the event loop");
 		}
 		c->state = HC_CONNECTING;
 		return 0;
@@ -523,9 +526,11 @@ after_connect (ab_http_client_t *c)
 		const struct ab_hostport_s *o = &c->origin;
 		char authority[AB_HOST_MAX + 16];
 
-		snprintf (authority, sizeof authority, o->kind == AB_HOST_IPV6 ? "[%s]:%u" : "%s:%u",
-		          o->host, (unsigned) o->port);
-		ab_iobuf_printf (&c->pbuf, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", authority, authority);
+		snprintf (authority, sizeof authority,
+		          o->kind == AB_HOST_IPV6 ? "[%s]:%u" : "%s:%u", o->host,
+		          (unsigned)o->port);
+		ab_iobuf_printf (&c->pbuf, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", authority,
+		                 authority);
 		if (c->proxy.auth[0])
 			ab_iobuf_printf (&c->pbuf, "Proxy-Authorization: %s\r\n", c->proxy.auth);
 		ab_iobuf_append (&c->pbuf, "\r\n", 2);
@@ -560,9 +565,9 @@ connecting_step (ab_http_client_t *c, ab_error_t *err)
 static int
 proxy_answer (ab_http_client_t *c, size_t len, ab_error_t *err)
 {
-	struct ab_http_limits_s lim = {.max_head = c->cfg.max_head, .max_fields = 100};
+	struct ab_http_limits_s lim = { .max_head = c->cfg.max_head, .max_fields = 100 };
 	struct ab_http_field_s fields[100];
-	struct ab_http_head_s h = {.fields = fields};
+	struct ab_http_head_s h = { .fields = fields };
 	struct ab_http_error_s e;
 
 	if (ab_http_parse_response (ab_iobuf_peek (&c->pbuf), len, &lim, true, &h, &e) < 0)
@@ -579,7 +584,7 @@ proxy_answer (ab_http_client_t *c, size_t len, ab_error_t *err)
 static int
 proxy_step (ab_http_client_t *c, ab_error_t *err)
 {
-	struct ab_http_limits_s lim = {.max_head = c->cfg.max_head, .max_fields = 100};
+	struct ab_http_limits_s lim = { .max_head = c->cfg.max_head, .max_fields = 100 };
 	struct ab_http_error_s e;
 
 	while (!c->connect_sent) {
@@ -591,7 +596,7 @@ proxy_step (ab_http_client_t *c, ab_error_t *err)
 			return 0;
 		if (n < 0)
 			return ab_error (err, errno, AB_E_SYSTEM, "proxy: send CONNECT");
-		ab_iobuf_consume (&c->pbuf, (size_t) n);
+		ab_iobuf_consume (&c->pbuf, (size_t)n);
 		c->connect_sent = ab_iobuf_len (&c->pbuf) == 0;
 	}
 	for (;;) {
@@ -604,12 +609,13 @@ proxy_step (ab_http_client_t *c, ab_error_t *err)
 		if (n <= 0)
 			return ab_error (err, n < 0 ? errno : 0, AB_E_SYSTEM,
 			                 "proxy: closed before answering CONNECT");
-		end = ab_http_head_end (ab_iobuf_peek (&c->pbuf), ab_iobuf_len (&c->pbuf), &c->pscan,
-		                        &lim, &e);
+		end = ab_http_head_end (ab_iobuf_peek (&c->pbuf), ab_iobuf_len (&c->pbuf),
+		                        &c->pscan, &lim, &e);
 		if (end < 0)
-			return ab_error (err, 0, AB_E_SYSTEM, "proxy: bad answer to CONNECT: %s", e.reason);
+			return ab_error (err, 0, AB_E_SYSTEM, "proxy: bad answer to CONNECT: %s",
+			                 e.reason);
 		if (end > 0)
-			return proxy_answer (c, (size_t) end, err);
+			return proxy_answer (c, (size_t)end, err);
 	}
 }
 
@@ -628,8 +634,8 @@ tls_start (ab_http_client_t *c, ab_error_t *err)
 	X509_VERIFY_PARAM_set_hostflags (param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	if (c->origin.kind == AB_HOST_NAME) {
 		/* SNI for DNS names only: RFC 6066 3 forbids literal addresses. */
-		if (SSL_set_tlsext_host_name (ssl, c->origin.host) != 1 ||
-		    X509_VERIFY_PARAM_set1_host (param, c->origin.host, 0) != 1)
+		if (SSL_set_tlsext_host_name (ssl, c->origin.host) != 1
+		    || X509_VERIFY_PARAM_set1_host (param, c->origin.host, 0) != 1)
 			return ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server name");
 	} else if (X509_VERIFY_PARAM_set1_ip_asc (param, c->origin.host) != 1) {
 		return ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server address");
@@ -657,8 +663,8 @@ tls_step (ab_http_client_t *c, ab_error_t *err)
 		c->state = HC_READY;
 		return 0;
 	}
-	if (SSL_get_error (c->s.ssl, r) == SSL_ERROR_WANT_READ ||
-	    SSL_get_error (c->s.ssl, r) == SSL_ERROR_WANT_WRITE) {
+	if (SSL_get_error (c->s.ssl, r) == SSL_ERROR_WANT_READ
+	    || SSL_get_error (c->s.ssl, r) == SSL_ERROR_WANT_WRITE) {
 		tls_result (&c->s, r, &dummy);
 		/* Both directions wait on the handshake's need. */
 		c->s.r_want = c->s.w_want = dummy;
@@ -685,22 +691,12 @@ ab_http_client_connect_step (ab_http_client_t *c, ab_error_t *err)
 		int r = 0;
 
 		switch (c->state) {
-		case HC_RESOLVE:
-			return 0;
-		case HC_DIAL:
-			r = dial_next (c, err);
-			break;
-		case HC_CONNECTING:
-			r = connecting_step (c, err);
-			break;
-		case HC_PROXY:
-			r = proxy_step (c, err);
-			break;
-		case HC_TLS:
-			r = tls_step (c, err);
-			break;
-		case HC_READY:
-			return 1;
+		case HC_RESOLVE: return 0;
+		case HC_DIAL: r = dial_next (c, err); break;
+		case HC_CONNECTING: r = connecting_step (c, err); break;
+		case HC_PROXY: r = proxy_step (c, err); break;
+		case HC_TLS: r = tls_step (c, err); break;
+		case HC_READY: return 1;
 		}
 		if (r < 0)
 			return r;

@@ -65,9 +65,9 @@ enum { AB_WANT_READ = 1, AB_WANT_WRITE = 2 };
 
 struct ab_stream_s {
 	int fd;
-	SSL *ssl;  /* NULL: plain TCP */
-	bool rd;   /* the socket may be readable (edge seen, no EAGAIN since) */
-	bool wr;   /* the socket may be writable */
+	SSL *ssl;   /* NULL: plain TCP */
+	bool rd;    /* the socket may be readable (edge seen, no EAGAIN since) */
+	bool wr;    /* the socket may be writable */
 	int r_want; /* what the last blocked read waits for (AB_WANT_*) */
 	int w_want; /* what the last blocked write waits for */
 	bool fatal; /* TLS failed: no close_notify may be sent (SSL_shutdown(3)) */
@@ -103,7 +103,7 @@ typedef void (*ab_http_client_notify_fn) (void *arg);
 struct ab_http_client_config_s {
 	struct event_base *base;
 	struct ab_resolver_s *resolver;
-	SSL_CTX *tls; /* needed for https targets */
+	SSL_CTX *tls;                           /* needed for https targets */
 	const struct ab_proxy_env_s *proxy_env; /* NULL: always direct */
 	size_t max_head;                        /* of a proxy's CONNECT answer */
 };
@@ -112,9 +112,8 @@ struct ab_http_client_config_s {
  * Returns NULL with err filled when the route cannot even be chosen (a
  * proxy variable that does not parse). */
 ab_http_client_t *ab_http_client_new (const struct ab_http_client_config_s *cfg,
-                                      const struct ab_url_s *url,
-                                      ab_http_client_notify_fn notify, void *arg,
-                                      ab_error_t *err);
+                                      const struct ab_url_s *url, ab_http_client_notify_fn notify,
+                                      void *arg, ab_error_t *err);
 void ab_http_client_free (ab_http_client_t *c);
 
 /* Advance connection set-up: 1 when ready for the request, 0 to wait for

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "net/hex.h"
+
 /* Character classes (RFC 9110 5.6.2 tchar, 5.5 field-vchar). */
 enum {
 	C_TCHAR = 1u << 0,
@@ -580,16 +582,6 @@ ab_http_chunked_init (struct ab_http_chunked_s *c)
 	c->state = CH_SIZE;
 }
 
-static int
-hexval (char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c - 'A' + 10;
-}
-
 /* One byte of a chunk-size line: 1*HEXDIG [ BWS ";" chunk-ext ] CRLF. */
 static int
 chunk_size_byte (struct ab_http_chunked_s *c, char ch, struct ab_http_error_s *e)
@@ -603,7 +595,7 @@ chunk_size_byte (struct ab_http_chunked_s *c, char ch, struct ab_http_error_s *e
 				c->digits++;
 			if (c->digits > CH_MAX_DIGITS)
 				return fail (e, 400, "chunk size too large");
-			c->remaining = (c->remaining << 4) | (uint64_t)hexval (ch);
+			c->remaining = (c->remaining << 4) | (uint64_t)ab_hex_digit (ch);
 			return 0;
 		}
 		if (c->line_len == 1)

@@ -17,20 +17,20 @@ ab_preview_base64_encode (const void *src, size_t n)
 	size_t i = 0;
 
 	for (; i + 3 <= n; i += 3) {
-		uint32_t v = (uint32_t) s[i] << 16 | (uint32_t) s[i + 1] << 8 | s[i + 2];
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
 		*o++ = alphabet[v >> 18];
 		*o++ = alphabet[(v >> 12) & 63];
 		*o++ = alphabet[(v >> 6) & 63];
 		*o++ = alphabet[v & 63];
 	}
 	if (n - i == 1) {
-		uint32_t v = (uint32_t) s[i] << 16;
+		uint32_t v = (uint32_t)s[i] << 16;
 		*o++ = alphabet[v >> 18];
 		*o++ = alphabet[(v >> 12) & 63];
 		*o++ = '=';
 		*o++ = '=';
 	} else if (n - i == 2) {
-		uint32_t v = (uint32_t) s[i] << 16 | (uint32_t) s[i + 1] << 8;
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
 		*o++ = alphabet[v >> 18];
 		*o++ = alphabet[(v >> 12) & 63];
 		*o++ = alphabet[(v >> 6) & 63];
@@ -73,20 +73,20 @@ decode_quantum (const char *q, bool last, uint8_t *o, size_t *produced)
 			/* "xx==": the 4 low bits of b are padding and must be 0. */
 			if (q[2] != '=' || (b & 15) != 0)
 				return -1;
-			o[0] = (uint8_t) (a << 2 | b >> 4);
+			o[0] = (uint8_t)(a << 2 | b >> 4);
 			*produced = 1;
 			return 0;
 		}
 		if ((c & 3) != 0) /* "xxx=": 2 pad bits */
 			return -1;
-		o[0] = (uint8_t) (a << 2 | b >> 4);
-		o[1] = (uint8_t) ((b & 15) << 4 | c >> 2);
+		o[0] = (uint8_t)(a << 2 | b >> 4);
+		o[1] = (uint8_t)((b & 15) << 4 | c >> 2);
 		*produced = 2;
 		return 0;
 	}
-	o[0] = (uint8_t) (a << 2 | b >> 4);
-	o[1] = (uint8_t) ((b & 15) << 4 | c >> 2);
-	o[2] = (uint8_t) ((c & 3) << 6 | d);
+	o[0] = (uint8_t)(a << 2 | b >> 4);
+	o[1] = (uint8_t)((b & 15) << 4 | c >> 2);
+	o[2] = (uint8_t)((c & 3) << 6 | d);
 	*produced = 3;
 	return 0;
 }

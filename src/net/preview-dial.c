@@ -21,7 +21,7 @@ ab_preview_now_ms (void)
 	struct timespec ts;
 
 	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 int
@@ -31,7 +31,7 @@ ab_preview_ms_left (uint64_t deadline_ms)
 
 	if (now >= deadline_ms)
 		return 0;
-	return deadline_ms - now > INT_MAX ? INT_MAX : (int) (deadline_ms - now);
+	return deadline_ms - now > INT_MAX ? INT_MAX : (int)(deadline_ms - now);
 }
 
 bool
@@ -51,7 +51,7 @@ static int
 wait_fd (int fd, short events, uint64_t deadline_ms, const char *what, ab_error_t *err)
 {
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = events};
+		struct pollfd pfd = { .fd = fd, .events = events };
 		int left = ab_preview_ms_left (deadline_ms);
 		int r;
 
@@ -68,8 +68,8 @@ wait_fd (int fd, short events, uint64_t deadline_ms, const char *what, ab_error_
 static int
 connect_one (const struct addrinfo *ai, uint64_t deadline_ms, ab_error_t *err)
 {
-	cleanup_close int fd = socket (ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	                               ai->ai_protocol);
+	cleanup_close int fd = socket (
+	        ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
 	int one = 1;
 	int soerr = 0;
 	socklen_t len = sizeof soerr;
@@ -93,8 +93,9 @@ connect_one (const struct addrinfo *ai, uint64_t deadline_ms, ab_error_t *err)
 int
 ab_preview_dial (const char *host, uint16_t port, uint64_t deadline_ms, ab_error_t *err)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-	                         .ai_flags = AI_NUMERICSERV};
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+		                  .ai_socktype = SOCK_STREAM,
+		                  .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
 	char service[8];
 	int fd = -1;
@@ -105,7 +106,8 @@ ab_preview_dial (const char *host, uint16_t port, uint64_t deadline_ms, ab_error
 	 * are loopback names from /etc/hosts or literals, resolved at once. */
 	r = getaddrinfo (host, service, &hints, &res);
 	if (r != 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "cannot resolve %s: %s", host, gai_strerror (r));
+		return ab_error (err, 0, AB_E_SYSTEM, "cannot resolve %s: %s", host,
+		                 gai_strerror (r));
 	for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
 		ab_error_clear (err);
 		fd = connect_one (ai, deadline_ms, err);
@@ -126,7 +128,7 @@ ab_preview_send_all (int fd, const void *p, size_t n, uint64_t deadline_ms, ab_e
 
 		if (w > 0) {
 			s += w;
-			n -= (size_t) w;
+			n -= (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)

@@ -54,7 +54,7 @@ ab_preview_parse_target (const json_t *v, struct ab_preview_target_s *t)
 		return -1;
 	memset (t, 0, sizeof *t);
 	memcpy (t->hostname, json_string_value (h), json_string_length (h));
-	t->port = (uint16_t) port;
+	t->port = (uint16_t)port;
 	snprintf (t->host_header, sizeof t->host_header, "%s:%u", t->hostname, t->port);
 	return 0;
 }
@@ -67,7 +67,8 @@ ab_preview_path_valid (const char *path)
 	if (n == 0 || n > AB_PREVIEW_PATH_MAX || path[0] != '/')
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char) path[i] <= 0x20 || (unsigned char) path[i] >= 0x7f || path[i] == '#')
+		if ((unsigned char)path[i] <= 0x20 || (unsigned char)path[i] >= 0x7f
+		    || path[i] == '#')
 			return false;
 	return true;
 }
@@ -81,8 +82,8 @@ ab_preview_token_valid (const char *s, size_t len, size_t max)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
-		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		          (c != '\0' && strchr (extra, c) != NULL);
+		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		          || (c != '\0' && strchr (extra, c) != NULL);
 		if (!ok)
 			return false;
 	}
@@ -96,7 +97,7 @@ ab_preview_char_count (const char *s, size_t len)
 
 	/* Every byte but a continuation byte (10xxxxxx) starts a character. */
 	for (size_t i = 0; i < len; i++)
-		if (((unsigned char) s[i] & 0xc0) != 0x80)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
 			n++;
 	return n;
 }
@@ -108,7 +109,7 @@ value_valid (const char *s, size_t len)
 	if (ab_preview_char_count (s, len) > AB_PREVIEW_HEADER_VALUE_MAX)
 		return false;
 	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char) s[i];
+		unsigned char c = (unsigned char)s[i];
 		if ((c < 0x20 && c != '\t') || c == 0x7f)
 			return false;
 	}
@@ -118,8 +119,9 @@ value_valid (const char *s, size_t len)
 /* Fields the bridge writes itself, or that only mean something to one hop
  * (RFC 9110 7.6.1); lower case. */
 static const char *const never_forwarded[] = {
-	"host",       "content-length", "transfer-encoding", "connection", "keep-alive",
-	"proxy-connection", "te",       "trailer",           "upgrade",
+	"host",       "content-length", "transfer-encoding",
+	"connection", "keep-alive",     "proxy-connection",
+	"te",         "trailer",        "upgrade",
 };
 
 static bool
@@ -130,7 +132,8 @@ forwardable (const char *name, size_t len, ab_preview_hdrs_mode mode)
 			return false;
 	/* RFC 6455 4.1: the key, version, protocol and extensions are the
 	 * handshake's own; a caller's copy would make our Accept check lie. */
-	if (mode == AB_PREVIEW_HDRS_WEBSOCKET && len >= 14 && strncasecmp (name, "sec-websocket-", 14) == 0)
+	if (mode == AB_PREVIEW_HDRS_WEBSOCKET && len >= 14
+	    && strncasecmp (name, "sec-websocket-", 14) == 0)
 		return false;
 	return true;
 }
@@ -139,7 +142,7 @@ forwardable (const char *name, size_t len, ab_preview_hdrs_mode mode)
 static char *
 header_value (const json_t *v)
 {
-	struct ab_iobuf_s b = {0};
+	struct ab_iobuf_s b = { 0 };
 	size_t i;
 	const json_t *item;
 
@@ -147,7 +150,8 @@ header_value (const json_t *v)
 		return xstrndup (json_string_value (v), json_string_length (v));
 	if (!json_is_array (v) || json_array_size (v) == 0)
 		return NULL;
-	json_array_foreach (v, i, item) {
+	json_array_foreach (v, i, item)
+	{
 		if (!json_is_string (item)) {
 			ab_iobuf_free (&b);
 			return NULL;
@@ -172,14 +176,15 @@ ab_preview_parse_headers (const json_t *v, ab_preview_hdrs_mode mode,
 		return 0;
 	if (!json_is_object (v))
 		return -1;
-	json_object_foreach ((json_t *) v, key, val) {
+	json_object_foreach ((json_t *)v, key, val)
+	{
 		size_t klen = strlen (key);
 		char *value;
 
 		if (out->n >= AB_PREVIEW_MAX_HEADERS)
 			break;
-		if (!ab_preview_token_valid (key, klen, AB_PREVIEW_HEADER_NAME_MAX) ||
-		    !forwardable (key, klen, mode))
+		if (!ab_preview_token_valid (key, klen, AB_PREVIEW_HEADER_NAME_MAX)
+		    || !forwardable (key, klen, mode))
 			continue;
 		value = header_value (val);
 		if (value == NULL)
@@ -221,9 +226,9 @@ ab_preview_get_uint (const json_t *obj, const char *key, uint64_t min, uint64_t 
 	if (!json_is_integer (v))
 		return -1;
 	n = json_integer_value (v);
-	if (n < 0 || (uint64_t) n < min || (uint64_t) n > max)
+	if (n < 0 || (uint64_t)n < min || (uint64_t)n > max)
 		return -1;
-	*out = (uint64_t) n;
+	*out = (uint64_t)n;
 	return 0;
 }
 

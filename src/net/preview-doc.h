@@ -19,8 +19,8 @@
 
 #include "net/iobuf.h"
 
-#define AB_PREVIEW_HOSTNAME_MAX 128
-#define AB_PREVIEW_HEADER_NAME_MAX 128
+#define AB_PREVIEW_HOSTNAME_MAX     128
+#define AB_PREVIEW_HEADER_NAME_MAX  128
 #define AB_PREVIEW_HEADER_VALUE_MAX 8192
 /* A request-target longer than this is refused (it must fit in one head). */
 #define AB_PREVIEW_PATH_MAX 8192

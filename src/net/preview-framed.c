@@ -25,7 +25,7 @@
 #define UPLINK_HIGH (1u << 20)
 /* After we stop: time to flush our close frame and hear the server's. */
 #define CLOSE_LINGER_MS 1000
-#define MAX_FIELDS 100
+#define MAX_FIELDS      100
 
 struct relay_s {
 	int sock;
@@ -33,7 +33,7 @@ struct relay_s {
 	int out_fd;
 	uint64_t max_frame;
 	uint64_t idle_ms;
-	uint64_t last_ms; /* last frame either way */
+	uint64_t last_ms;         /* last frame either way */
 	struct ab_iobuf_s ws_in;  /* bytes from the server, not yet decoded */
 	struct ab_iobuf_s ws_out; /* frames for the server, not yet sent */
 	struct ab_iobuf_s std_in; /* bytes from stdin, not yet a whole frame */
@@ -64,18 +64,20 @@ read_handshake_line (struct relay_s *r, json_t **doc, ab_error_t *err)
 	size_t line_len;
 	json_error_t jerr;
 
-	while (ab_iobuf_len (&r->std_in) == 0 ||
-	       (nl = memchr (ab_preview_bytes (&r->std_in), '\n', ab_iobuf_len (&r->std_in))) == NULL) {
+	while (ab_iobuf_len (&r->std_in) == 0
+	       || (nl = memchr (ab_preview_bytes (&r->std_in), '\n', ab_iobuf_len (&r->std_in)))
+	                  == NULL) {
 		ssize_t n;
 		if (ab_iobuf_len (&r->std_in) > AB_PREVIEW_HANDSHAKE_MAX)
 			return ab_error (err, 0, AB_E_LIMIT, "handshake line longer than 1 MiB");
 		n = ab_iobuf_read (&r->std_in, r->in_fd, 64 * 1024, AB_PREVIEW_HANDSHAKE_MAX + 2);
 		if (n == 0)
-			return ab_error (err, 0, AB_E_INVALID, "stdin ended before the handshake line");
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "stdin ended before the handshake line");
 		if (n < 0 && errno != EINTR)
 			return ab_error (err, errno, AB_E_SYSTEM, "read stdin");
 	}
-	line_len = (size_t) (nl - ab_preview_bytes (&r->std_in));
+	line_len = (size_t)(nl - ab_preview_bytes (&r->std_in));
 	if (line_len > AB_PREVIEW_HANDSHAKE_MAX)
 		return ab_error (err, 0, AB_E_LIMIT, "handshake line longer than 1 MiB");
 	*doc = json_loadb (ab_preview_bytes (&r->std_in), line_len, 0, &jerr);
@@ -90,13 +92,17 @@ parse_handshake (const json_t *doc, struct handshake_s *h, ab_error_t *err)
 {
 	if (ab_preview_parse_target (json_object_get (doc, "target"), &h->target) < 0)
 		return ab_error (err, 0, AB_E_INVALID, "invalid preview target");
-	if (ab_preview_get_string (doc, "path", "/", &h->path) < 0 || !ab_preview_path_valid (h->path) ||
-	    ab_preview_get_uint (doc, "maxFrameBytes", 1, AB_PREVIEW_MAX_FRAME_LIMIT,
-	                         AB_PREVIEW_DEFAULT_MAX_FRAME, &h->max_frame) < 0 ||
-	    ab_preview_get_uint (doc, "idleTimeoutMs", 1, UINT32_MAX, AB_PREVIEW_DEFAULT_IDLE_MS,
-	                         &h->idle_ms) < 0 ||
-	    ab_preview_parse_headers (json_object_get (doc, "headers"), AB_PREVIEW_HDRS_WEBSOCKET,
-	                              &h->headers) < 0)
+	if (ab_preview_get_string (doc, "path", "/", &h->path) < 0
+	    || !ab_preview_path_valid (h->path)
+	    || ab_preview_get_uint (doc, "maxFrameBytes", 1, AB_PREVIEW_MAX_FRAME_LIMIT,
+	                            AB_PREVIEW_DEFAULT_MAX_FRAME, &h->max_frame)
+	               < 0
+	    || ab_preview_get_uint (doc, "idleTimeoutMs", 1, UINT32_MAX, AB_PREVIEW_DEFAULT_IDLE_MS,
+	                            &h->idle_ms)
+	               < 0
+	    || ab_preview_parse_headers (json_object_get (doc, "headers"),
+	                                 AB_PREVIEW_HDRS_WEBSOCKET, &h->headers)
+	               < 0)
 		return ab_error (err, 0, AB_E_INVALID, "malformed handshake document");
 	return 0;
 }
@@ -108,28 +114,33 @@ parse_handshake (const json_t *doc, struct handshake_s *h, ab_error_t *err)
 static int
 read_upgrade_response (struct relay_s *r, const char *key, uint64_t deadline, ab_error_t *err)
 {
-	const struct ab_http_limits_s lim = {.max_head = AB_HTTP_MAX_HEAD_DEFAULT, .max_fields = MAX_FIELDS};
+	const struct ab_http_limits_s lim = { .max_head = AB_HTTP_MAX_HEAD_DEFAULT,
+		                              .max_fields = MAX_FIELDS };
 	struct ab_http_field_s fields[MAX_FIELDS];
-	struct ab_http_head_s head = {.fields = fields};
+	struct ab_http_head_s head = { .fields = fields };
 	struct ab_http_error_s e;
 	const char *why;
 	size_t scan = 0;
 	ssize_t end;
 
-	while ((end = ab_http_head_end (ab_preview_bytes (&r->ws_in), ab_iobuf_len (&r->ws_in), &scan, &lim,
-	                                &e)) == 0) {
+	while ((end = ab_http_head_end (ab_preview_bytes (&r->ws_in), ab_iobuf_len (&r->ws_in),
+	                                &scan, &lim, &e))
+	       == 0) {
 		ssize_t n = ab_preview_recv (r->sock, &r->ws_in, lim.max_head + 1, deadline, err);
 		if (n < 0)
 			return ab_error_wrap (err, "waiting for the upgrade");
 		if (n == 0)
 			return ab_error (err, 0, AB_E_SYSTEM, "server closed before upgrading");
 	}
-	if (end < 0 || ab_http_parse_response (ab_preview_bytes (&r->ws_in), (size_t) end, &lim, false,
-	                                       &head, &e) < 0)
+	if (end < 0
+	    || ab_http_parse_response (ab_preview_bytes (&r->ws_in), (size_t)end, &lim, false,
+	                               &head, &e)
+	               < 0)
 		return ab_error (err, 0, AB_E_INVALID, "malformed upgrade response");
 	if (ab_ws_check_response (&head, key, &why) < 0)
-		return ab_error (err, 0, AB_E_INVALID, "upgrade refused: %s (status %d)", why, head.status);
-	ab_iobuf_consume (&r->ws_in, (size_t) end);
+		return ab_error (err, 0, AB_E_INVALID, "upgrade refused: %s (status %d)", why,
+		                 head.status);
+	ab_iobuf_consume (&r->ws_in, (size_t)end);
 	return 0;
 }
 
@@ -139,7 +150,7 @@ open_upstream (struct relay_s *r, const struct handshake_s *h, ab_error_t *err)
 	/* Opening is traffic too: it gets the same idle allowance. */
 	uint64_t deadline = ab_preview_now_ms () + h->idle_ms;
 	char key[AB_WS_KEY_LEN + 1];
-	struct ab_iobuf_s req = {0};
+	struct ab_iobuf_s req = { 0 };
 	int rc;
 
 	if (ab_ws_make_key (key) < 0)
@@ -148,7 +159,8 @@ open_upstream (struct relay_s *r, const struct handshake_s *h, ab_error_t *err)
 	if (r->sock < 0)
 		return ab_error_wrap (err, "cannot connect to %s", h->target.host_header);
 	ab_ws_format_request (&req, h->target.host_header, h->path, key, &h->headers);
-	rc = ab_preview_send_all (r->sock, ab_preview_bytes (&req), ab_iobuf_len (&req), deadline, err);
+	rc = ab_preview_send_all (r->sock, ab_preview_bytes (&req), ab_iobuf_len (&req), deadline,
+	                          err);
 	ab_iobuf_free (&req);
 	if (rc < 0)
 		return ab_error_wrap (err, "sending the upgrade");
@@ -162,7 +174,7 @@ next_mask (struct relay_s *r, uint8_t mask[4])
 {
 	/* 5.3: masking keys must be unpredictable, from a strong source. */
 	if (r->rnd_used == 0 || r->rnd_used + 4 > sizeof r->rnd) {
-		if (getrandom (r->rnd, sizeof r->rnd, 0) != (ssize_t) sizeof r->rnd)
+		if (getrandom (r->rnd, sizeof r->rnd, 0) != (ssize_t)sizeof r->rnd)
 			return -1;
 		r->rnd_used = 0;
 	}
@@ -185,13 +197,13 @@ queue_frame (struct relay_s *r, uint8_t opcode, const void *p, size_t n)
 	hl = ab_ws_encode_header (hdr, true, opcode, n, mask);
 	ab_iobuf_append (&r->ws_out, hdr, hl);
 	ab_preview_append (&r->ws_out, p, n);
-	ab_ws_mask ((uint8_t *) r->ws_out.data + r->ws_out.end - n, n, mask, 0);
+	ab_ws_mask ((uint8_t *)r->ws_out.data + r->ws_out.end - n, n, mask, 0);
 }
 
 static void
 queue_close (struct relay_s *r, uint16_t code)
 {
-	uint8_t p[2] = {(uint8_t) (code >> 8), (uint8_t) code};
+	uint8_t p[2] = { (uint8_t)(code >> 8), (uint8_t)code };
 
 	if (r->close_sent || r->upstream_gone)
 		return;
@@ -215,7 +227,7 @@ write_stdout (struct relay_s *r, struct iovec *iov, int n)
 	while (n > 0) {
 		ssize_t w = writev (r->out_fd, iov, n);
 		if (w < 0 && errno == EAGAIN) {
-			struct pollfd p = {.fd = r->out_fd, .events = POLLOUT};
+			struct pollfd p = { .fd = r->out_fd, .events = POLLOUT };
 			if (ab_preview_ms_left (deadline) == 0)
 				return -1;
 			poll (&p, 1, ab_preview_ms_left (deadline));
@@ -225,14 +237,14 @@ write_stdout (struct relay_s *r, struct iovec *iov, int n)
 			continue;
 		if (w < 0)
 			return -1;
-		while (n > 0 && (size_t) w >= iov->iov_len) {
-			w -= (ssize_t) iov->iov_len;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
 			iov++;
 			n--;
 		}
 		if (n > 0) {
-			iov->iov_base = (char *) iov->iov_base + w;
-			iov->iov_len -= (size_t) w;
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
 		}
 	}
 	return 0;
@@ -241,8 +253,8 @@ write_stdout (struct relay_s *r, struct iovec *iov, int n)
 static int
 emit_frame (struct relay_s *r, const uint8_t *p, size_t n)
 {
-	uint8_t len[4] = {(uint8_t) (n >> 24), (uint8_t) (n >> 16), (uint8_t) (n >> 8), (uint8_t) n};
-	struct iovec iov[2] = {{len, 4}, {(void *) p, n}};
+	uint8_t len[4] = { (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n };
+	struct iovec iov[2] = { { len, 4 }, { (void *)p, n } };
 
 	return write_stdout (r, iov, n > 0 ? 2 : 1);
 }
@@ -265,8 +277,7 @@ on_event (struct relay_s *r, const struct ab_ws_event_s *ev)
 		stop (r, ev->close_code);
 		break;
 	case AB_WS_EV_PONG:
-	case AB_WS_EV_NONE:
-		break;
+	case AB_WS_EV_NONE: break;
 	}
 }
 
@@ -278,8 +289,9 @@ drain_upstream (struct relay_s *r)
 		struct ab_ws_frame_s f;
 		struct ab_ws_event_s ev;
 		uint16_t code = 0;
-		ssize_t n = ab_ws_decode_frame ((uint8_t *) r->ws_in.data + r->ws_in.start,
-		                                ab_iobuf_len (&r->ws_in), false, r->max_frame, &f, &code);
+		ssize_t n = ab_ws_decode_frame ((uint8_t *)r->ws_in.data + r->ws_in.start,
+		                                ab_iobuf_len (&r->ws_in), false, r->max_frame, &f,
+		                                &code);
 		if (n == 0)
 			return;
 		if (n < 0 || ab_ws_assemble (&r->as, &f, &ev, &code) < 0) {
@@ -288,7 +300,7 @@ drain_upstream (struct relay_s *r)
 		}
 		r->last_ms = ab_preview_now_ms ();
 		on_event (r, &ev);
-		ab_iobuf_consume (&r->ws_in, (size_t) n);
+		ab_iobuf_consume (&r->ws_in, (size_t)n);
 		if (r->stop && !r->close_received)
 			return;
 	}
@@ -326,7 +338,7 @@ flush_upstream (struct relay_s *r)
 			ab_iobuf_free (&r->ws_out);
 			return;
 		}
-		ab_iobuf_consume (&r->ws_out, (size_t) w);
+		ab_iobuf_consume (&r->ws_out, (size_t)w);
 	}
 	ab_iobuf_trim (&r->ws_out);
 }
@@ -337,8 +349,9 @@ static void
 drain_stdin (struct relay_s *r)
 {
 	while (!r->stop && ab_iobuf_len (&r->std_in) >= 4) {
-		const uint8_t *p = (const uint8_t *) ab_preview_bytes (&r->std_in);
-		uint32_t len = (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
+		const uint8_t *p = (const uint8_t *)ab_preview_bytes (&r->std_in);
+		uint32_t len =
+		        (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 
 		if (len > r->max_frame) {
 			stop (r, AB_WS_CLOSE_TOO_BIG);
@@ -347,7 +360,7 @@ drain_stdin (struct relay_s *r)
 		if (ab_iobuf_len (&r->std_in) - 4 < len)
 			return;
 		queue_frame (r, AB_WS_OP_BINARY, p + 4, len);
-		ab_iobuf_consume (&r->std_in, 4 + (size_t) len);
+		ab_iobuf_consume (&r->std_in, 4 + (size_t)len);
 		r->last_ms = ab_preview_now_ms ();
 	}
 }
@@ -374,7 +387,8 @@ relay_loop (struct relay_s *r)
 	drain_upstream (r); /* frames that arrived with the 101 */
 	drain_stdin (r);    /* frames that came right after the handshake line */
 	while (!r->stop) {
-		struct pollfd p[2] = {{.fd = r->sock, .events = POLLIN}, {.fd = r->in_fd, .events = POLLIN}};
+		struct pollfd p[2] = { { .fd = r->sock, .events = POLLIN },
+			               { .fd = r->in_fd, .events = POLLIN } };
 		int left = ab_preview_ms_left (r->last_ms + r->idle_ms);
 		nfds_t nfds = ab_iobuf_len (&r->ws_out) < UPLINK_HIGH ? 2 : 1;
 
@@ -407,7 +421,7 @@ linger (struct relay_s *r)
 	uint64_t deadline = ab_preview_now_ms () + CLOSE_LINGER_MS;
 
 	while (!r->upstream_gone && ab_preview_ms_left (deadline) > 0) {
-		struct pollfd p = {.fd = r->sock, .events = POLLIN};
+		struct pollfd p = { .fd = r->sock, .events = POLLIN };
 		char scratch[4096];
 		ssize_t n;
 
@@ -443,15 +457,15 @@ relay_free (struct relay_s *r)
 int
 ab_preview_framed_run (int in_fd, int out_fd, ab_error_t *err)
 {
-	struct relay_s r = {.sock = -1, .in_fd = in_fd, .out_fd = out_fd};
-	struct handshake_s h = {0};
+	struct relay_s r = { .sock = -1, .in_fd = in_fd, .out_fd = out_fd };
+	struct handshake_s h = { 0 };
 	json_t *doc = NULL;
 	int rc = -1;
-	static const uint8_t opened[4] = {0, 0, 0, 0};
-	struct iovec iov = {(void *) opened, 4};
+	static const uint8_t opened[4] = { 0, 0, 0, 0 };
+	struct iovec iov = { (void *)opened, 4 };
 
-	if (read_handshake_line (&r, &doc, err) < 0 || parse_handshake (doc, &h, err) < 0 ||
-	    open_upstream (&r, &h, err) < 0)
+	if (read_handshake_line (&r, &doc, err) < 0 || parse_handshake (doc, &h, err) < 0
+	    || open_upstream (&r, &h, err) < 0)
 		goto out;
 	r.max_frame = h.max_frame;
 	r.idle_ms = h.idle_ms;

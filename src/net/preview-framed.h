@@ -22,10 +22,10 @@
 
 #include "base/error.h"
 
-#define AB_PREVIEW_HANDSHAKE_MAX (1u << 20)
+#define AB_PREVIEW_HANDSHAKE_MAX     (1u << 20)
 #define AB_PREVIEW_DEFAULT_MAX_FRAME (1u << 20)
-#define AB_PREVIEW_DEFAULT_IDLE_MS 60000u
-#define AB_PREVIEW_MAX_FRAME_LIMIT (256u << 20)
+#define AB_PREVIEW_DEFAULT_IDLE_MS   60000u
+#define AB_PREVIEW_MAX_FRAME_LIMIT   (256u << 20)
 
 int ab_preview_framed_run (int in_fd, int out_fd, ab_error_t *err);
 

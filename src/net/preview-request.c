@@ -18,10 +18,10 @@ static const struct {
 	int status;
 	const char *message;
 } outcome_errors[] = {
-	{AB_PREVIEW_CONNECT_FAILED, 502, "upstream connection failed"},
-	{AB_PREVIEW_READ_FAILED, 502, "upstream response failed"},
-	{AB_PREVIEW_TOO_BIG, 502, "upstream response exceeded limit"},
-	{AB_PREVIEW_TIMED_OUT, 504, "upstream timed out"},
+	{ AB_PREVIEW_CONNECT_FAILED, 502, "upstream connection failed" },
+	{ AB_PREVIEW_READ_FAILED, 502, "upstream response failed" },
+	{ AB_PREVIEW_TOO_BIG, 502, "upstream response exceeded limit" },
+	{ AB_PREVIEW_TIMED_OUT, 504, "upstream timed out" },
 };
 
 static json_t *
@@ -29,7 +29,8 @@ answer (int status, json_t *headers, const void *body, size_t len)
 {
 	cleanup_free char *b64 = ab_preview_base64_encode (body, len);
 
-	return json_pack ("{s:i, s:o, s:s}", "status", status, "headers", headers, "bodyBase64", b64);
+	return json_pack ("{s:i, s:o, s:s}", "status", status, "headers", headers, "bodyBase64",
+	                  b64);
 }
 
 json_t *
@@ -56,19 +57,22 @@ parse_fields (const json_t *doc, struct request_s *r)
 {
 	const char *b64;
 
-	if (ab_preview_get_string (doc, "method", "GET", &r->method) < 0 ||
-	    !ab_preview_token_valid (r->method, strlen (r->method), MAX_METHOD))
+	if (ab_preview_get_string (doc, "method", "GET", &r->method) < 0
+	    || !ab_preview_token_valid (r->method, strlen (r->method), MAX_METHOD))
 		return -1;
-	if (ab_preview_get_string (doc, "path", "/", &r->path) < 0 || !ab_preview_path_valid (r->path))
+	if (ab_preview_get_string (doc, "path", "/", &r->path) < 0
+	    || !ab_preview_path_valid (r->path))
 		return -1;
-	if (ab_preview_get_string (doc, "bodyBase64", "", &b64) < 0 ||
-	    ab_preview_base64_decode (b64, strlen (b64), &r->body, &r->body_len) < 0)
+	if (ab_preview_get_string (doc, "bodyBase64", "", &b64) < 0
+	    || ab_preview_base64_decode (b64, strlen (b64), &r->body, &r->body_len) < 0)
 		return -1;
 	if (ab_preview_get_uint (doc, "maxResponseBytes", 0, AB_PREVIEW_MAX_RESPONSE_LIMIT,
-	                         AB_PREVIEW_DEFAULT_MAX_RESPONSE, &r->max_response) < 0)
+	                         AB_PREVIEW_DEFAULT_MAX_RESPONSE, &r->max_response)
+	    < 0)
 		return -1;
 	if (ab_preview_get_uint (doc, "timeoutMs", 1, AB_PREVIEW_MAX_TIMEOUT_MS,
-	                         AB_PREVIEW_DEFAULT_TIMEOUT_MS, &r->timeout_ms) < 0)
+	                         AB_PREVIEW_DEFAULT_TIMEOUT_MS, &r->timeout_ms)
+	    < 0)
 		return -1;
 	return ab_preview_parse_headers (json_object_get (doc, "headers"), AB_PREVIEW_HDRS_HTTP,
 	                                 &r->headers);
@@ -99,7 +103,8 @@ perform (const struct request_s *r)
 	}
 	for (size_t i = 0; doc == NULL && i < sizeof outcome_errors / sizeof outcome_errors[0]; i++)
 		if (outcome_errors[i].outcome == o)
-			doc = ab_preview_error_document (outcome_errors[i].status, outcome_errors[i].message);
+			doc = ab_preview_error_document (outcome_errors[i].status,
+			                                 outcome_errors[i].message);
 	ab_preview_http_resp_free (&resp);
 	return doc;
 }
@@ -108,7 +113,7 @@ json_t *
 ab_preview_request_run (const char *text, size_t len)
 {
 	json_t *doc = text ? json_loadb (text, len, 0, NULL) : NULL;
-	struct request_s r = {0};
+	struct request_s r = { 0 };
 	json_t *out;
 
 	if (!json_is_object (doc)) {

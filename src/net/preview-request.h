@@ -20,12 +20,12 @@
 #include <stddef.h>
 
 /* Documents larger than this (a body of ~48 MiB) are malformed. */
-#define AB_PREVIEW_REQUEST_DOC_MAX (64u << 20)
+#define AB_PREVIEW_REQUEST_DOC_MAX      (64u << 20)
 #define AB_PREVIEW_DEFAULT_MAX_RESPONSE (8u << 20)
-#define AB_PREVIEW_DEFAULT_TIMEOUT_MS 30000u
+#define AB_PREVIEW_DEFAULT_TIMEOUT_MS   30000u
 /* Upper bounds for the caller's numbers. */
 #define AB_PREVIEW_MAX_RESPONSE_LIMIT (1u << 30)
-#define AB_PREVIEW_MAX_TIMEOUT_MS (24u * 3600 * 1000)
+#define AB_PREVIEW_MAX_TIMEOUT_MS     (24u * 3600 * 1000)
 
 /* Run one request described by doc[0..len) (NULL = the document could not
  * be read); returns the answer document. */

@@ -17,10 +17,11 @@
 #include "base/xalloc.h"
 #include "net/http-head.h"
 #include "net/iobuf.h"
+#include "net/listener.h"
 #include "net/preview-buf.h"
 #include "net/preview-http.h"
 
-#define MAX_HEAD (16 * 1024)
+#define MAX_HEAD   (16 * 1024)
 #define MAX_FIELDS 64
 
 typedef enum { ROUTE_NOT_FOUND = 0, ROUTE_HEALTHZ, ROUTE_SIGNAL } route_t;
@@ -68,7 +69,7 @@ static void process (struct conn_s *c);
 static void
 arm_timer (struct conn_s *c, unsigned ms)
 {
-	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (suseconds_t) (ms % 1000) * 1000};
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 	evtimer_add (c->timer, &tv);
 }
 
@@ -99,9 +100,14 @@ reason_phrase (int status)
 		int status;
 		const char *reason;
 	} reasons[] = {
-		{200, "OK"},          {400, "Bad Request"},           {404, "Not Found"},
-		{408, "Request Timeout"}, {413, "Content Too Large"}, {431, "Request Header Fields Too Large"},
-		{501, "Not Implemented"}, {505, "HTTP Version Not Supported"},
+		{ 200, "OK" },
+		{ 400, "Bad Request" },
+		{ 404, "Not Found" },
+		{ 408, "Request Timeout" },
+		{ 413, "Content Too Large" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 501, "Not Implemented" },
+		{ 505, "HTTP Version Not Supported" },
 	};
 	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
 		if (reasons[i].status == status)
@@ -152,7 +158,8 @@ answer_signal (struct conn_s *c)
 {
 	/* Any JSON text is JSON (RFC 8259 2), even a bare string: the store
 	 * calls that an invalid signal document, not bad JSON. */
-	json_t *doc = json_loadb (ab_preview_bytes (&c->body), ab_iobuf_len (&c->body), JSON_DECODE_ANY, NULL);
+	json_t *doc = json_loadb (ab_preview_bytes (&c->body), ab_iobuf_len (&c->body),
+	                          JSON_DECODE_ANY, NULL);
 	json_t *answer = NULL;
 	int status;
 
@@ -169,15 +176,9 @@ static void
 answer_request (struct conn_s *c)
 {
 	switch (c->route) {
-	case ROUTE_HEALTHZ:
-		respond_text (c, 200, "ok");
-		break;
-	case ROUTE_SIGNAL:
-		answer_signal (c);
-		break;
-	case ROUTE_NOT_FOUND:
-		respond_text (c, 404, "not found");
-		break;
+	case ROUTE_HEALTHZ: respond_text (c, 200, "ok"); break;
+	case ROUTE_SIGNAL: answer_signal (c); break;
+	case ROUTE_NOT_FOUND: respond_text (c, 404, "not found"); break;
 	}
 	ab_iobuf_free (&c->body);
 	c->state = ST_HEAD;
@@ -199,7 +200,7 @@ static route_t
 route_of (const struct ab_http_head_s *h)
 {
 	const char *q = memchr (h->target, '?', h->target_len);
-	size_t plen = q ? (size_t) (q - h->target) : h->target_len;
+	size_t plen = q ? (size_t)(q - h->target) : h->target_len;
 	/* Methods are case-sensitive (RFC 9110 9.1). */
 	bool get = h->method_len == 3 && memcmp (h->method, "GET", 3) == 0;
 	bool post = h->method_len == 4 && memcmp (h->method, "POST", 4) == 0;
@@ -216,8 +217,8 @@ route_of (const struct ab_http_head_s *h)
 static bool
 start_body (struct conn_s *c, const struct ab_http_head_s *h)
 {
-	bool has_body = h->body == AB_HTTP_BODY_CHUNKED ||
-	                (h->body == AB_HTTP_BODY_LENGTH && h->content_length > 0);
+	bool has_body = h->body == AB_HTTP_BODY_CHUNKED
+	                || (h->body == AB_HTTP_BODY_LENGTH && h->content_length > 0);
 
 	c->body_kind = h->body;
 	c->content_length = h->content_length;
@@ -234,7 +235,8 @@ start_body (struct conn_s *c, const struct ab_http_head_s *h)
 		return false;
 	}
 	if (h->expect_continue && has_body)
-		evbuffer_add_printf (bufferevent_get_output (c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+		evbuffer_add_printf (bufferevent_get_output (c->bev),
+		                     "HTTP/1.1 100 Continue\r\n\r\n");
 	c->state = ST_BODY;
 	return true;
 }
@@ -244,12 +246,12 @@ static int
 take_head (struct conn_s *c)
 {
 	struct evbuffer *in = bufferevent_get_input (c->bev);
-	const struct ab_http_limits_s lim = {.max_head = MAX_HEAD, .max_fields = MAX_FIELDS};
-	struct ab_http_head_s h = {.fields = c->srv->fields};
+	const struct ab_http_limits_s lim = { .max_head = MAX_HEAD, .max_fields = MAX_FIELDS };
+	struct ab_http_head_s h = { .fields = c->srv->fields };
 	struct ab_http_error_s e;
 	size_t len = evbuffer_get_length (in);
 	size_t n = len < MAX_HEAD ? len : MAX_HEAD;
-	const char *p = (const char *) evbuffer_pullup (in, (ssize_t) n);
+	const char *p = (const char *)evbuffer_pullup (in, (ssize_t)n);
 	ssize_t end;
 
 	if (n == 0)
@@ -257,13 +259,13 @@ take_head (struct conn_s *c)
 	end = ab_http_head_end (p, n, &c->scan, &lim, &e);
 	if (end == 0)
 		return 0;
-	if (end < 0 || ab_http_parse_request (p, (size_t) end, &lim, &h, &e) < 0) {
+	if (end < 0 || ab_http_parse_request (p, (size_t)end, &lim, &h, &e) < 0) {
 		respond_fatal (c, e.status, e.reason);
 		return -1;
 	}
 	c->route = route_of (&h);
 	c->keep_alive = h.version_minor == 1 ? !h.conn_close : h.conn_keep_alive;
-	evbuffer_drain (in, (size_t) end);
+	evbuffer_drain (in, (size_t)end);
 	if (!start_body (c, &h))
 		return -1;
 	return 1;
@@ -281,7 +283,7 @@ take_body (struct conn_s *c)
 	if (c->body_kind == AB_HTTP_BODY_NONE)
 		return 1;
 	if (c->body_kind == AB_HTTP_BODY_LENGTH) {
-		size_t want = (size_t) c->content_length - ab_iobuf_len (&c->body);
+		size_t want = (size_t)c->content_length - ab_iobuf_len (&c->body);
 		size_t take = len < want ? len : want;
 		if (take > 0) {
 			ab_iobuf_reserve (&c->body, take, c->srv->cfg.max_body + 1);
@@ -290,7 +292,7 @@ take_body (struct conn_s *c)
 		}
 		return ab_iobuf_len (&c->body) == c->content_length ? 1 : 0;
 	}
-	n = ab_preview_dechunk (&c->chunked, (const char *) evbuffer_pullup (in, (ssize_t) len), len,
+	n = ab_preview_dechunk (&c->chunked, (const char *)evbuffer_pullup (in, (ssize_t)len), len,
 	                        &c->body, c->srv->cfg.max_body, &e);
 	if (n == -2) {
 		answer_too_large (c);
@@ -300,7 +302,7 @@ take_body (struct conn_s *c)
 		respond_fatal (c, 400, e.reason);
 		return -1;
 	}
-	evbuffer_drain (in, (size_t) n);
+	evbuffer_drain (in, (size_t)n);
 	return c->chunked.done ? 1 : 0;
 }
 
@@ -407,7 +409,7 @@ on_signal (evutil_socket_t sig, short what, void *arg)
 
 /* ---- the server object ---------------------------------------------------------- */
 
-static const int stop_signals[2] = {SIGINT, SIGTERM};
+static const int stop_signals[2] = { SIGINT, SIGTERM };
 
 ab_preview_server_t *
 ab_preview_server_new (const struct ab_preview_serve_config_s *cfg, ab_error_t *err)
@@ -436,25 +438,12 @@ ab_preview_server_new (const struct ab_preview_serve_config_s *cfg, ab_error_t *
 	return s;
 }
 
-static void
-format_sockaddr (const struct sockaddr *sa, socklen_t sl, char *buf, size_t len)
-{
-	char host[NI_MAXHOST];
-	char port[NI_MAXSERV];
-
-	if (getnameinfo (sa, sl, host, sizeof host, port, sizeof port,
-	                 NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-		snprintf (buf, len, "?");
-		return;
-	}
-	snprintf (buf, len, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-}
-
 int
 ab_preview_server_listen (ab_preview_server_t *s, const char *host, const char *port, char *bound,
                           size_t bound_len, ab_error_t *err)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
@@ -465,15 +454,15 @@ ab_preview_server_listen (ab_preview_server_t *s, const char *host, const char *
 		return ab_error (err, 0, AB_E_INVALID, "listen address %s:%s: %s", host, port,
 		                 gai_strerror (e));
 	s->listener = evconnlistener_new_bind (s->base, on_accept, s,
-	                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-	                                           LEV_OPT_REUSEABLE,
-	                                       SOMAXCONN, ai->ai_addr, (int) ai->ai_addrlen);
+	                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC
+	                                               | LEV_OPT_REUSEABLE,
+	                                       SOMAXCONN, ai->ai_addr, (int)ai->ai_addrlen);
 	freeaddrinfo (ai);
 	if (s->listener == NULL)
 		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s:%s", host, port);
-	if (getsockname (evconnlistener_get_fd (s->listener), (struct sockaddr *) &ss, &sl) < 0)
+	if (getsockname (evconnlistener_get_fd (s->listener), (struct sockaddr *)&ss, &sl) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "getsockname");
-	format_sockaddr ((struct sockaddr *) &ss, sl, bound, bound_len);
+	ab_sockaddr_format ((struct sockaddr *)&ss, bound, bound_len);
 	return 0;
 }
 

@@ -38,7 +38,7 @@ ab_preview_endpoint_parse (const char *url, struct ab_preview_endpoint_s *ep, ab
 	ep->dial_host = xstrdup (hp.host);
 	ep->port = hp.port;
 	ep->host_header = authority;
-	ep->path = xasprintf ("%.*s/signal", (int) plen, u.path);
+	ep->path = xasprintf ("%.*s/signal", (int)plen, u.path);
 	if (!ab_preview_path_valid (ep->path)) {
 		ab_preview_endpoint_free (ep);
 		return ab_error (err, 0, AB_E_INVALID, "endpoint '%s': invalid path", url);
@@ -69,8 +69,8 @@ char *
 ab_preview_signal_send (const struct ab_preview_endpoint_s *ep, const void *body, size_t len,
                         uint64_t timeout_ms)
 {
-	struct ab_preview_header_s ct = {(char *) "Content-Type", (char *) "application/json"};
-	struct ab_preview_headers_s headers = {&ct, 1};
+	struct ab_preview_header_s ct = { (char *)"Content-Type", (char *)"application/json" };
+	struct ab_preview_headers_s headers = { &ct, 1 };
 	struct ab_preview_http_req_s req = {
 		.method = "POST",
 		.path = ep->path,
@@ -87,7 +87,8 @@ ab_preview_signal_send (const struct ab_preview_endpoint_s *ep, const void *body
 	o = ab_preview_http_exchange (ep->dial_host, ep->port, &req, AB_PREVIEW_SIGNAL_ANSWER_MAX,
 	                              ab_preview_now_ms () + timeout_ms, &resp);
 	if (o == AB_PREVIEW_OK)
-		answer = json_loadb (ab_preview_bytes (&resp.body), ab_iobuf_len (&resp.body), 0, NULL);
+		answer = json_loadb (ab_preview_bytes (&resp.body), ab_iobuf_len (&resp.body), 0,
+		                     NULL);
 	ab_preview_http_resp_free (&resp);
 	if (o == AB_PREVIEW_TIMED_OUT)
 		return error_line ("signaling relay timed out");

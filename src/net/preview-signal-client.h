@@ -16,15 +16,15 @@
 #include "base/error.h"
 
 #define AB_PREVIEW_SIGNAL_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
-#define AB_PREVIEW_SIGNAL_ENDPOINT_ENV "T3_PREVIEW_BRIDGE_ENDPOINT"
-#define AB_PREVIEW_SIGNAL_TIMEOUT_MS 10000u
+#define AB_PREVIEW_SIGNAL_ENDPOINT_ENV     "T3_PREVIEW_BRIDGE_ENDPOINT"
+#define AB_PREVIEW_SIGNAL_TIMEOUT_MS       10000u
 /* A document larger than this is not read from stdin at all. */
 #define AB_PREVIEW_SIGNAL_DOC_MAX (8u << 20)
 /* Answers: a poll returns at most one session's window (8 MiB of documents). */
 #define AB_PREVIEW_SIGNAL_ANSWER_MAX (64u << 20)
 
 struct ab_preview_endpoint_s {
-	char *dial_host;   /* for getaddrinfo: no brackets */
+	char *dial_host; /* for getaddrinfo: no brackets */
 	uint16_t port;
 	char *host_header; /* the authority as given */
 	char *path;        /* the endpoint's path + "/signal" */

@@ -23,7 +23,7 @@ struct session_s {
 	size_t head;            /* oldest */
 	size_t count;
 	size_t bytes;
-	struct session_s *hnext;           /* hash chain */
+	struct session_s *hnext;               /* hash chain */
 	struct session_s *lru_prev, *lru_next; /* most recent first */
 };
 
@@ -62,7 +62,7 @@ bucket_of (const char *id)
 	uint32_t h = 2166136261u;
 
 	for (; *id; id++)
-		h = (h ^ (uint8_t) *id) * 16777619u;
+		h = (h ^ (uint8_t)*id) * 16777619u;
 	return h % N_BUCKETS;
 }
 
@@ -176,8 +176,8 @@ ab_signal_store_bytes (const struct ab_signal_store_s *s)
 static void
 make_room (struct ab_signal_store_s *s, struct session_s *x, size_t cost)
 {
-	while (x->count > 0 &&
-	       (x->count >= s->lim.max_messages || x->bytes + cost > s->lim.max_session_bytes))
+	while (x->count > 0
+	       && (x->count >= s->lim.max_messages || x->bytes + cost > s->lim.max_session_bytes))
 		drop_oldest (s, x);
 	while (s->bytes + cost > s->lim.max_total_bytes && s->lru_tail != NULL && s->lru_tail != x)
 		forget (s, s->lru_tail);
@@ -201,13 +201,13 @@ publish (struct ab_signal_store_s *s, const char *id, const char *role, json_t *
 	m->sequence = x->next_sequence++;
 	m->cost = cost;
 	m->doc = json_pack ("{s:s, s:s, s:O, s:O, s:I}", "sessionId", id, "role", role, "type",
-	                    json_object_get (doc, "type"), "payload", payload ? payload : json_null (),
-	                    "sequence", (json_int_t) m->sequence);
+	                    json_object_get (doc, "type"), "payload",
+	                    payload ? payload : json_null (), "sequence", (json_int_t)m->sequence);
 	m->role = json_string_value (json_object_get (m->doc, "role"));
 	x->count++;
 	x->bytes += cost;
 	s->bytes += cost;
-	return json_pack ("{s:I}", "sequence", (json_int_t) m->sequence);
+	return json_pack ("{s:I}", "sequence", (json_int_t)m->sequence);
 }
 
 static json_t *
@@ -236,8 +236,8 @@ get_id (const json_t *doc, const char *key, bool required, size_t max, const cha
 
 	if (v == NULL && !required)
 		return 0;
-	if (!json_is_string (v) || json_string_length (v) == 0 || json_string_length (v) > max ||
-	    strlen (json_string_value (v)) != json_string_length (v))
+	if (!json_is_string (v) || json_string_length (v) == 0 || json_string_length (v) > max
+	    || strlen (json_string_value (v)) != json_string_length (v))
 		return -1;
 	*out = json_string_value (v);
 	return 0;
@@ -249,9 +249,10 @@ ab_signal_store_handle (struct ab_signal_store_s *s, json_t *doc, size_t cost, j
 	const char *id = NULL, *type = NULL, *role = "viewer";
 	const json_t *seq = json_object_get (doc, "sequence");
 
-	if (!json_is_object (doc) || get_id (doc, "sessionId", true, AB_SIGNAL_MAX_SESSION_ID, &id) < 0 ||
-	    get_id (doc, "type", true, AB_SIGNAL_MAX_TYPE, &type) < 0 ||
-	    get_id (doc, "role", false, AB_SIGNAL_MAX_ROLE, &role) < 0) {
+	if (!json_is_object (doc)
+	    || get_id (doc, "sessionId", true, AB_SIGNAL_MAX_SESSION_ID, &id) < 0
+	    || get_id (doc, "type", true, AB_SIGNAL_MAX_TYPE, &type) < 0
+	    || get_id (doc, "role", false, AB_SIGNAL_MAX_ROLE, &role) < 0) {
 		*answer = json_pack ("{s:s}", "error", "invalid signal document");
 		return 400;
 	}
@@ -263,6 +264,6 @@ ab_signal_store_handle (struct ab_signal_store_s *s, json_t *doc, size_t cost, j
 		*answer = json_pack ("{s:s}", "error", "invalid signal document");
 		return 400;
 	}
-	*answer = poll_session (s, id, role, seq ? (uint64_t) json_integer_value (seq) : 0);
+	*answer = poll_session (s, id, role, seq ? (uint64_t)json_integer_value (seq) : 0);
 	return 200;
 }

@@ -32,8 +32,8 @@ struct ab_signal_limits_s {
 };
 
 #define AB_SIGNAL_MAX_SESSION_ID 256
-#define AB_SIGNAL_MAX_ROLE 64
-#define AB_SIGNAL_MAX_TYPE 64
+#define AB_SIGNAL_MAX_ROLE       64
+#define AB_SIGNAL_MAX_TYPE       64
 
 void ab_signal_limits_default (struct ab_signal_limits_s *l);
 
@@ -45,8 +45,7 @@ void ab_signal_store_free (struct ab_signal_store_s *s);
 /* Handle one parsed document; cost is what storing it is charged (the
  * request body's size).  Returns the HTTP status and sets *answer (a new
  * reference). */
-int ab_signal_store_handle (struct ab_signal_store_s *s, json_t *doc, size_t cost,
-                            json_t **answer);
+int ab_signal_store_handle (struct ab_signal_store_s *s, json_t *doc, size_t cost, json_t **answer);
 
 /* For tests and the server's log: sessions and bytes held now. */
 size_t ab_signal_store_sessions (const struct ab_signal_store_s *s);

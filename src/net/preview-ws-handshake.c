@@ -22,7 +22,7 @@ ab_ws_make_key (char key[AB_WS_KEY_LEN + 1])
 	do
 		n = getrandom (raw, sizeof raw, 0);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t) sizeof raw)
+	if (n != (ssize_t)sizeof raw)
 		return -1;
 	b64 = ab_preview_base64_encode (raw, sizeof raw);
 	memcpy (key, b64, AB_WS_KEY_LEN + 1);
@@ -115,17 +115,18 @@ ab_ws_check_response (const struct ab_http_head_s *h, const char *key, const cha
 
 	if (h->status != 101)
 		return refuse (why, "server did not switch protocols");
-	if (find_field (h, "upgrade", &f) != 1 || !ab_http_token_eq (f->value, f->value_len, "websocket"))
+	if (find_field (h, "upgrade", &f) != 1
+	    || !ab_http_token_eq (f->value, f->value_len, "websocket"))
 		return refuse (why, "missing or wrong Upgrade field");
 	for (unsigned i = 0; i < h->n_fields; i++)
-		if (ab_http_token_eq (h->fields[i].name, h->fields[i].name_len, "connection") &&
-		    list_has_token (h->fields[i].value, h->fields[i].value_len, "upgrade"))
+		if (ab_http_token_eq (h->fields[i].name, h->fields[i].name_len, "connection")
+		    && list_has_token (h->fields[i].value, h->fields[i].value_len, "upgrade"))
 			conn_upgrade = true;
 	if (!conn_upgrade)
 		return refuse (why, "missing Connection: upgrade");
 	ab_ws_accept_for_key (key, want);
-	if (find_field (h, "sec-websocket-accept", &f) != 1 || f->value_len != AB_WS_ACCEPT_LEN ||
-	    memcmp (f->value, want, AB_WS_ACCEPT_LEN) != 0)
+	if (find_field (h, "sec-websocket-accept", &f) != 1 || f->value_len != AB_WS_ACCEPT_LEN
+	    || memcmp (f->value, want, AB_WS_ACCEPT_LEN) != 0)
 		return refuse (why, "wrong Sec-WebSocket-Accept");
 	/* 4.1 (5) and (6): we offered no extension and no subprotocol. */
 	if (find_field (h, "sec-websocket-extensions", &f) != 0)

@@ -9,7 +9,7 @@
 #include "net/preview-doc.h"
 
 /* base64 of 16 bytes (24 characters) and of a SHA-1 digest (28). */
-#define AB_WS_KEY_LEN 24
+#define AB_WS_KEY_LEN    24
 #define AB_WS_ACCEPT_LEN 28
 
 /* A key from 16 bytes of getrandom(2) (4.1: "randomly selected ... for

@@ -12,19 +12,19 @@ ab_ws_encode_header (uint8_t out[AB_WS_MAX_HEADER], bool fin, uint8_t opcode, ui
 {
 	size_t n = 2;
 
-	out[0] = (uint8_t) ((fin ? 0x80 : 0) | (opcode & 0x0f));
+	out[0] = (uint8_t)((fin ? 0x80 : 0) | (opcode & 0x0f));
 	/* 5.2: the minimal number of bytes MUST be used for the length. */
 	if (len <= 125) {
-		out[1] = (uint8_t) len;
+		out[1] = (uint8_t)len;
 	} else if (len <= 0xffff) {
 		out[1] = 126;
-		out[2] = (uint8_t) (len >> 8);
-		out[3] = (uint8_t) len;
+		out[2] = (uint8_t)(len >> 8);
+		out[3] = (uint8_t)len;
 		n = 4;
 	} else {
 		out[1] = 127;
 		for (int i = 0; i < 8; i++)
-			out[2 + i] = (uint8_t) (len >> (56 - 8 * i));
+			out[2 + i] = (uint8_t)(len >> (56 - 8 * i));
 		n = 10;
 	}
 	if (mask != NULL) {
@@ -51,10 +51,8 @@ opcode_known (uint8_t op)
 	case AB_WS_OP_BINARY:
 	case AB_WS_OP_CLOSE:
 	case AB_WS_OP_PING:
-	case AB_WS_OP_PONG:
-		return true;
-	default:
-		return false;
+	case AB_WS_OP_PONG: return true;
+	default: return false;
 	}
 }
 
@@ -81,7 +79,7 @@ decode_length (const uint8_t *buf, size_t len, size_t *pos, uint64_t *out)
 	if (l7 == 126) {
 		if (len < 4)
 			return 0;
-		v = (uint64_t) buf[2] << 8 | buf[3];
+		v = (uint64_t)buf[2] << 8 | buf[3];
 		if (v <= 125)
 			return -1;
 		*pos = 4;
@@ -108,12 +106,12 @@ check_first_bytes (const uint8_t *buf, bool expect_masked, uint16_t *close_code)
 	/* 5.2: RSV1-3 MUST be 0 unless an extension says otherwise; we never
 	 * negotiate one. */
 	if ((buf[0] & 0x70) != 0 || !opcode_known (op))
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
 	if (masked != expect_masked)
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
 	/* 5.5: control frames are never fragmented and carry <= 125 bytes. */
 	if ((op & 0x08) != 0 && ((buf[0] & 0x80) == 0 || (buf[1] & 0x7f) > AB_WS_MAX_CONTROL))
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
 	return 0;
 }
 
@@ -144,7 +142,7 @@ ab_ws_decode_frame (uint8_t *buf, size_t len, bool expect_masked, uint64_t max_p
 		memcpy (f->mask, buf + pos, 4);
 		pos += 4;
 	}
-	if ((uint64_t) (len - pos) < plen)
+	if ((uint64_t)(len - pos) < plen)
 		return 0;
 	f->fin = (buf[0] & 0x80) != 0;
 	f->opcode = buf[0] & 0x0f;
@@ -152,8 +150,8 @@ ab_ws_decode_frame (uint8_t *buf, size_t len, bool expect_masked, uint64_t max_p
 	f->payload_len = plen;
 	f->payload = buf + pos;
 	if (f->masked)
-		ab_ws_mask (f->payload, (size_t) plen, f->mask, 0);
-	return (ssize_t) (pos + plen);
+		ab_ws_mask (f->payload, (size_t)plen, f->mask, 0);
+	return (ssize_t)(pos + plen);
 }
 
 void
@@ -194,13 +192,13 @@ ab_ws_parse_close (const uint8_t *p, size_t n, uint16_t *code, const char **reas
 		return 0;
 	}
 	if (n == 1)
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
-	*code = (uint16_t) (p[0] << 8 | p[1]);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
+	*code = (uint16_t)(p[0] << 8 | p[1]);
 	if (!ab_ws_close_code_valid (*code))
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
 	if (!ab_ws_utf8_valid (p + 2, n - 2))
-		return (int) fail (close_code, AB_WS_CLOSE_BAD_DATA);
-	*reason = (const char *) p + 2;
+		return (int)fail (close_code, AB_WS_CLOSE_BAD_DATA);
+	*reason = (const char *)p + 2;
 	*reason_len = n - 2;
 	return 0;
 }
@@ -209,7 +207,7 @@ static int
 control_event (const struct ab_ws_frame_s *f, struct ab_ws_event_s *ev, uint16_t *close_code)
 {
 	ev->data = f->payload;
-	ev->len = (size_t) f->payload_len;
+	ev->len = (size_t)f->payload_len;
 	if (f->opcode == AB_WS_OP_PING) {
 		ev->kind = AB_WS_EV_PING;
 		return 0;
@@ -219,15 +217,15 @@ control_event (const struct ab_ws_frame_s *f, struct ab_ws_event_s *ev, uint16_t
 		return 0;
 	}
 	ev->kind = AB_WS_EV_CLOSE;
-	return ab_ws_parse_close (f->payload, ev->len, &ev->close_code, &ev->reason, &ev->reason_len,
-	                          close_code);
+	return ab_ws_parse_close (f->payload, ev->len, &ev->close_code, &ev->reason,
+	                          &ev->reason_len, close_code);
 }
 
 static int
 deliver (struct ab_ws_event_s *ev, uint8_t opcode, const uint8_t *p, size_t n, uint16_t *close_code)
 {
 	if (opcode == AB_WS_OP_TEXT && !ab_ws_utf8_valid (p, n))
-		return (int) fail (close_code, AB_WS_CLOSE_BAD_DATA);
+		return (int)fail (close_code, AB_WS_CLOSE_BAD_DATA);
 	ev->kind = AB_WS_EV_MESSAGE;
 	ev->opcode = opcode;
 	ev->data = p;
@@ -245,22 +243,23 @@ ab_ws_assemble (struct ab_ws_assembler_s *a, const struct ab_ws_frame_s *f,
 	/* 5.4: a continuation only inside a message, a new message only
 	 * outside one. */
 	if ((f->opcode == AB_WS_OP_CONT) != a->active)
-		return (int) fail (close_code, AB_WS_CLOSE_PROTOCOL);
+		return (int)fail (close_code, AB_WS_CLOSE_PROTOCOL);
 	if (!a->active && f->fin)
-		return deliver (ev, f->opcode, f->payload, (size_t) f->payload_len, close_code);
+		return deliver (ev, f->opcode, f->payload, (size_t)f->payload_len, close_code);
 	if (!a->active) {
 		a->active = true;
 		a->opcode = f->opcode;
 		ab_iobuf_consume (&a->buf, ab_iobuf_len (&a->buf));
 	}
 	if (f->payload_len > a->max_message - ab_iobuf_len (&a->buf))
-		return (int) fail (close_code, AB_WS_CLOSE_TOO_BIG);
-	ab_preview_append (&a->buf, f->payload, (size_t) f->payload_len);
+		return (int)fail (close_code, AB_WS_CLOSE_TOO_BIG);
+	ab_preview_append (&a->buf, f->payload, (size_t)f->payload_len);
 	if (!f->fin)
 		return 0;
 	a->active = false;
-	if (deliver (ev, a->opcode, (const uint8_t *) ab_preview_bytes (&a->buf), ab_iobuf_len (&a->buf),
-	             close_code) < 0)
+	if (deliver (ev, a->opcode, (const uint8_t *)ab_preview_bytes (&a->buf),
+	             ab_iobuf_len (&a->buf), close_code)
+	    < 0)
 		return -1;
 	/* The bytes stay readable until the next call resets the buffer. */
 	return 0;

@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "net/hex.h"
 
 /* In order: the first non-empty one wins (curl's and Go's order). */
-static const char *const https_vars[] = {"HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"};
-static const char *const http_vars[] = {"HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"};
-static const char *const no_proxy_vars[] = {"NO_PROXY", "no_proxy"};
+static const char *const https_vars[] = { "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy" };
+static const char *const http_vars[] = { "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy" };
+static const char *const no_proxy_vars[] = { "NO_PROXY", "no_proxy" };
 
 #define USERINFO_MAX 255
 
@@ -50,18 +51,6 @@ ab_proxy_env_clear (struct ab_proxy_env_s *pe)
 	pe->https_proxy = pe->http_proxy = pe->no_proxy = NULL;
 }
 
-static int
-hexval (char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* RFC 3986 2.1 percent-decoding of [s, s+len) into out (NUL-terminated);
  * false on a bad escape, a decoded NUL or no room. */
 static bool
@@ -75,11 +64,11 @@ pct_decode (const char *s, size_t len, char *out, size_t out_len)
 			int hi, lo;
 			if (i + 2 >= len)
 				return false;
-			hi = hexval (s[i + 1]);
-			lo = hexval (s[i + 2]);
+			hi = ab_hex_digit (s[i + 1]);
+			lo = ab_hex_digit (s[i + 2]);
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 				return false;
-			c = (char) (hi * 16 + lo);
+			c = (char)(hi * 16 + lo);
 			i += 2;
 		}
 		if (o + 1 >= out_len)
@@ -96,7 +85,7 @@ basic_auth (const char *ui, size_t len, struct ab_proxy_s *out, ab_error_t *err)
 {
 	char plain[USERINFO_MAX + 1];
 	const char *colon = memchr (ui, ':', len);
-	size_t ulen = colon ? (size_t) (colon - ui) : len;
+	size_t ulen = colon ? (size_t)(colon - ui) : len;
 	size_t n;
 
 	if (!pct_decode (ui, ulen, plain, sizeof plain))
@@ -115,7 +104,7 @@ basic_auth (const char *ui, size_t len, struct ab_proxy_s *out, ab_error_t *err)
 	}
 	memcpy (out->auth, "Basic ", 6);
 	/* 4 * ceil(255 / 3) = 340 characters, well within auth[]. */
-	EVP_EncodeBlock ((unsigned char *) out->auth + 6, (const unsigned char *) plain, (int) n);
+	EVP_EncodeBlock ((unsigned char *)out->auth + 6, (const unsigned char *)plain, (int)n);
 	OPENSSL_cleanse (plain, sizeof plain);
 	return 0;
 }
@@ -132,7 +121,7 @@ ab_proxy_url_parse (const char *url, struct ab_proxy_s *out, ab_error_t *err)
 
 	memset (out, 0, sizeof *out);
 	if (sep != NULL) {
-		if ((size_t) (sep - url) != 4 || strncasecmp (url, "http", 4) != 0)
+		if ((size_t)(sep - url) != 4 || strncasecmp (url, "http", 4) != 0)
 			return ab_error (err, 0, AB_E_INVALID,
 			                 "proxy URL: only http:// proxies are supported");
 		p = sep + 3;
@@ -140,13 +129,13 @@ ab_proxy_url_parse (const char *url, struct ab_proxy_s *out, ab_error_t *err)
 	auth_end = p + strcspn (p, "/?#");
 	if (*auth_end != '\0' && strspn (auth_end, "/") != strlen (auth_end))
 		return ab_error (err, 0, AB_E_INVALID, "proxy URL: a path is not allowed");
-	at = memrchr (p, '@', (size_t) (auth_end - p));
+	at = memrchr (p, '@', (size_t)(auth_end - p));
 	if (at != NULL) {
-		if (basic_auth (p, (size_t) (at - p), out, err) < 0)
+		if (basic_auth (p, (size_t)(at - p), out, err) < 0)
 			return -1;
 		p = at + 1;
 	}
-	alen = (size_t) (auth_end - p);
+	alen = (size_t)(auth_end - p);
 	if (alen == 0 || alen >= sizeof authority)
 		return ab_error (err, 0, AB_E_INVALID, "proxy URL: invalid host");
 	memcpy (authority, p, alen);
@@ -169,7 +158,7 @@ port_is (const char *s, size_t n, uint16_t port)
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < '0' || s[i] > '9')
 			return false;
-		v = v * 10 + (unsigned) (s[i] - '0');
+		v = v * 10 + (unsigned)(s[i] - '0');
 	}
 	return v == port;
 }
@@ -186,15 +175,15 @@ entry_host (const char *e, size_t len, uint16_t port, const char **hs, size_t *h
 	*hs = e;
 	*hl = len;
 	if (e[0] == '[' && (close = memchr (e, ']', len)) != NULL) {
-		size_t rest = len - (size_t) (close + 1 - e);
+		size_t rest = len - (size_t)(close + 1 - e);
 		*hs = e + 1;
-		*hl = (size_t) (close - e) - 1;
+		*hl = (size_t)(close - e) - 1;
 		if (rest == 0)
 			return true;
 		return close[1] == ':' && port_is (close + 2, rest - 1, port);
 	}
 	if (colon != NULL && colon == memrchr (e, ':', len)) {
-		*hl = (size_t) (colon - e);
+		*hl = (size_t)(colon - e);
 		return port_is (colon + 1, len - *hl - 1, port);
 	}
 	return true;
@@ -227,7 +216,8 @@ entry_matches (const char *e, size_t len, const char *host, uint16_t port)
 		return false;
 	if (eh.kind != AB_HOST_NAME) {
 		/* An address matches only itself, whatever its spelling. */
-		if (ab_host_normalise (host, strlen (host), &th, &ignored) < 0 || th.kind == AB_HOST_NAME)
+		if (ab_host_normalise (host, strlen (host), &th, &ignored) < 0
+		    || th.kind == AB_HOST_NAME)
 			return false;
 		return ab_addr_equal (&eh.addr, &th.addr);
 	}
