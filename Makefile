@@ -110,6 +110,7 @@ clang-build:
 	$(MAKE) BUILD=$(BUILD)/clang CC=clang-14 all
 
 check: deps
+	$(MAKE) format-check
 	$(MAKE) all
 	$(MAKE) clang-build
 	$(MAKE) unit

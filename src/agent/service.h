@@ -88,7 +88,8 @@ void ab_session_fail (struct ab_session_s *s, uint32_t req_id, const ab_error_t 
 bool ab_session_can_send (const struct ab_session_s *s);
 /* Send a frame with an fd attached (SCM_RIGHTS); only when the session's
  * output is empty, else returns 0 and the caller retries later. */
-int ab_session_send_fd (struct ab_session_s *s, uint16_t type, int fd);
+#define AB_SESSION_FD_PAYLOAD_MAX 64
+int ab_session_send_fd (struct ab_session_s *s, uint16_t type, const void *p, size_t len, int fd);
 bool ab_session_out_empty (const struct ab_session_s *s);
 void ab_session_close (struct ab_session_s *s);
 /* Write out whatever is queued, blocking (before the agent exits). */

@@ -149,15 +149,19 @@ ab_session_out_empty (const struct ab_session_s *s)
 }
 
 int
-ab_session_send_fd (struct ab_session_s *s, uint16_t type, int fd)
+ab_session_send_fd (struct ab_session_s *s, uint16_t type, const void *p, size_t len, int fd)
 {
-	uint8_t hdr[AB_PROTO_HEADER_SIZE];
+	uint8_t buf[AB_PROTO_HEADER_SIZE + AB_SESSION_FD_PAYLOAD_MAX];
 
 	if (s->dead || s->out_len)
 		return 0;
-	ab_proto_encode_header (hdr, type, 0, 0);
-	/* A header is 12 bytes: a unix stream socket with room takes it whole. */
-	if (ab_send_with_fds (s->fd, hdr, sizeof hdr, &fd, 1) < 0)
+	if (len > AB_SESSION_FD_PAYLOAD_MAX)
+		return -1;
+	ab_proto_encode_header (buf, type, 0, (uint32_t)len);
+	if (len)
+		memcpy (buf + AB_PROTO_HEADER_SIZE, p, len);
+	/* A few dozen bytes: a unix stream socket with room takes them whole. */
+	if (ab_send_with_fds (s->fd, buf, AB_PROTO_HEADER_SIZE + len, &fd, 1) < 0)
 		return errno == EAGAIN ? 0 : -1;
 	return 1;
 }

@@ -9,6 +9,7 @@
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/run-credentials.h"
 #include "spec/spec-json.h"
 
 /* Take --ttl and --label (the daemon's own) out of argv. */
@@ -75,11 +76,16 @@ request_from_args (int argc, char **argv, ab_error_t *err)
 		json_decref (req);
 		return NULL;
 	}
-	if (spec.credentials) { /* the daemon has no credential proxy yet */
-		ab_error (err, 0, AB_E_INVALID, "--credential is for agentbox run only (so far)");
-		ab_spec_free (&spec);
-		json_decref (req);
-		return NULL;
+	/* --credential: the files are read here, with the client's rights;
+	 * the daemon gets the entries and never opens a client path. */
+	if (spec.credentials) {
+		json_t *ups;
+		if (ab_run_credentials_entries (spec.credentials, &ups, err) < 0) {
+			ab_spec_free (&spec);
+			json_decref (req);
+			return NULL;
+		}
+		json_object_set_new (req, "credentials", ups);
 	}
 	s = ab_spec_to_json (&spec, 0);
 	ab_spec_free (&spec);

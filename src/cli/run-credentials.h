@@ -12,6 +12,8 @@
 #ifndef AB_CLI_RUN_CREDENTIALS_H
 #define AB_CLI_RUN_CREDENTIALS_H
 
+#include <jansson.h>
+
 #include "base/error.h"
 #include "net/credential-config.h"
 #include "spec/spec.h"
@@ -19,6 +21,10 @@
 /* The configuration for spec->credentials (NULL when there are none), and
  * the sandbox's variables added to spec->env.  Errors name the option and
  * the file, never a value from it. */
+/* Read and check every NAME=FILE: *out is the array of entries (each with
+ * its "name") for a daemon's create request, which never reads client
+ * files itself. */
+int ab_run_credentials_entries (char **credentials, json_t **out, ab_error_t *err);
 int ab_run_credentials_prepare (struct ab_spec_s *spec, struct ab_cred_config_s **out,
                                 ab_error_t *err);
 

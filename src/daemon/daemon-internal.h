@@ -55,13 +55,27 @@ struct ab_box_s {
 	uint64_t monitor_start; /* /proc/PID/stat starttime: a reused pid is not ours */
 	int pidfd;
 	char port_token[AB_PORT_TOKEN_LEN + 1]; /* fixed once created (api-port.c) */
-	/* network "proxy" (egress.c) */
+	/* credentials (credentials.c): secrets, never in state.json or output */
+	struct ab_cred_config_s *cred_config;
+	char *cred_text; /* serialised, until written to credentials.json (wiped) */
+	/* forwarded ports (egress.c): network "proxy" and credentials */
 	struct ab_egress_relay_s *egress_relay;
+	struct ab_cred_relay_s *cred_relay;
 	struct ab_agent_conn_s *egress_conn;
 	pthread_t egress_thread;
 	volatile bool egress_stop;
 	bool egress_running;
 };
+
+/* --- credentials.c --- */
+/* Check create's "credentials" entries, make the token, add the sandbox's
+ * variables to b->spec. */
+int ab_box_cred_take (struct ab_box_s *b, json_t *ups, ab_error_t *err);
+/* <dir>/credentials.json (0600), when there are credentials. */
+int ab_box_cred_save (struct ab_box_s *b, ab_error_t *err);
+/* On adoption: 0 also when the sandbox has none. */
+int ab_box_cred_load (struct ab_box_s *b, ab_error_t *err);
+void ab_box_cred_free (struct ab_box_s *b);
 
 /* --- egress.c --- */
 int ab_box_egress_start (struct ab_box_s *b, ab_error_t *err);

@@ -219,11 +219,13 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 {
 	json_t *spec = json_deep_copy (req);
 	json_t *ttl = json_object_get (req, "ttl"), *labels = json_object_get (req, "labels");
+	json_t *creds = json_object_get (req, "credentials");
 	uint64_t ttl_ms = 0;
 	int r = 0;
 
 	json_object_del (spec, "ttl");
 	json_object_del (spec, "labels");
+	json_object_del (spec, "credentials");
 	b->workspace_owned = !json_object_get (spec, "workspace");
 	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
 		r = -1;
@@ -232,6 +234,8 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	else
 		r = ab_spec_from_json (spec, 0, &b->spec, err);
 	json_decref (spec);
+	if (r == 0 && creds && !json_is_null (creds))
+		r = ab_box_cred_take (b, creds, err);
 	if (r < 0)
 		return -1;
 	if (labels) {
@@ -362,7 +366,8 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 	}
 	b->created_ms = ab_now_ms ();
 	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
-	if (ab_box_save (d, b, err) < 0 || start_sandbox (d, b, err) < 0) {
+	if (ab_box_cred_save (b, err) < 0 || ab_box_save (d, b, err) < 0
+	    || start_sandbox (d, b, err) < 0) {
 		undo_create (d, b);
 		ab_box_unref (d, b);
 		return -1;
@@ -517,8 +522,8 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		return;
 	}
 	ab_agent_close (c);
-	if (ab_box_egress_start (b, &err) < 0)
-		fprintf (stderr, "agentbox serve: sandbox %s: egress relay: %s\n", id, err.msg);
+	if (ab_box_cred_load (b, &err) < 0 || ab_box_egress_start (b, &err) < 0)
+		fprintf (stderr, "agentbox serve: sandbox %s: forwarded ports: %s\n", id, err.msg);
 	ab_housekeeping_watch (d, b);
 	ab_box_unref (d, b);
 }

@@ -51,6 +51,7 @@ box_free (struct ab_box_s *b)
 	free (b->agent_sock);
 	free (b->state_path);
 	json_decref (b->labels);
+	ab_box_cred_free (b);
 	ab_spec_free (&b->spec);
 	free (b);
 }

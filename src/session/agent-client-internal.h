@@ -45,6 +45,7 @@ struct ab_agent_conn_s {
 	int fds[AB_AC_MAX_FDS]; /* received by SCM_RIGHTS, not yet claimed */
 	size_t n_fds;
 	int egress[AB_AC_MAX_FDS];
+	uint16_t egress_port[AB_AC_MAX_FDS]; /* the listener each came in on (0: unsaid) */
 	size_t n_egress;
 	uint8_t *event; /* payload of the last event handed out */
 };

@@ -184,6 +184,23 @@ on_window (struct ab_ac_chan_s *ch, const struct ab_ac_frame_s *f)
 	ab_msg_free (&m);
 }
 
+/* The listener an EGRESS_CONN came in on: its TAG_PORT, 0 from an agent
+ * that sends none (one listener). */
+static uint16_t
+conn_port (const struct ab_ac_frame_s *f)
+{
+	ab_error_t ignored = AB_ERROR_INIT;
+	struct ab_tlv_reader_s rd;
+	struct ab_tlv_s t;
+	uint32_t v;
+
+	ab_tlv_reader_init (&rd, f->payload, f->len);
+	while (ab_tlv_next (&rd, &t, &ignored) > 0)
+		if (t.tag == AB_TAG_PORT && ab_tlv_u32 (&t, &v, &ignored) == 0 && v <= 65535)
+			return (uint16_t)v;
+	return 0;
+}
+
 static void
 route (ab_agent_conn_t *c, struct ab_ac_frame_s *f)
 {
@@ -203,9 +220,10 @@ route (ab_agent_conn_t *c, struct ab_ac_frame_s *f)
 	} else if (f->type == AB_MSG_EGRESS_CONN && c->n_fds > 0) {
 		int fd = c->fds[0];
 		memmove (c->fds, c->fds + 1, (--c->n_fds) * sizeof *c->fds);
-		if (c->n_egress < AB_AC_MAX_FDS)
+		if (c->n_egress < AB_AC_MAX_FDS) {
+			c->egress_port[c->n_egress] = conn_port (f);
 			c->egress[c->n_egress++] = fd;
-		else
+		} else
 			close (fd);
 	}
 	ab_ac_frame_free (f);
@@ -620,13 +638,25 @@ ab_agent_egress_listen (ab_agent_conn_t *c, uint16_t port, ab_error_t *err)
 int
 ab_agent_egress_next (ab_agent_conn_t *c, int *fd, int timeout_ms, ab_error_t *err)
 {
+	uint16_t port;
+	return ab_agent_egress_next_port (c, fd, &port, timeout_ms, err);
+}
+
+int
+ab_agent_egress_next_port (ab_agent_conn_t *c, int *fd, uint16_t *port, int timeout_ms,
+                           ab_error_t *err)
+{
 	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
 		int k;
 		if (c->n_egress) {
 			*fd = c->egress[0];
-			memmove (c->egress, c->egress + 1, (--c->n_egress) * sizeof *c->egress);
+			*port = c->egress_port[0];
+			c->n_egress--;
+			memmove (c->egress, c->egress + 1, c->n_egress * sizeof *c->egress);
+			memmove (c->egress_port, c->egress_port + 1,
+			         c->n_egress * sizeof *c->egress_port);
 			return 1;
 		}
 		k = ab_ac_pump (c, ab_ac_remaining (deadline, timeout_ms), err);

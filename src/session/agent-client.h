@@ -227,6 +227,10 @@ int ab_agent_port_open (ab_agent_conn_t **c, uint16_t port, ab_error_t *err);
 int ab_agent_egress_listen (ab_agent_conn_t *c, uint16_t port, ab_error_t *err);
 /* 1 with *fd, 0 on timeout (-1 = forever), -1 on error. */
 int ab_agent_egress_next (ab_agent_conn_t *c, int *fd, int timeout_ms, ab_error_t *err);
+/* The same, with the listener's port (0 from an agent that does not say:
+ * it has one listener). */
+int ab_agent_egress_next_port (ab_agent_conn_t *c, int *fd, uint16_t *port, int timeout_ms,
+                               ab_error_t *err);
 
 /* --- lifecycle ----------------------------------------------------------- */
 

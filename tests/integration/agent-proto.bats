@@ -145,9 +145,15 @@ for i in range(2):
 	[ "${lines[0]}" = "egress:out0" ]
 	[ "${lines[1]}" = "egress:out1" ]
 	wait "$eg"
-	# Another port is refused while the listener exists.
-	run -1 ctl egress 3129 0
-	[[ "$output" == *"conflict"* ]]
+	# Other ports get listeners of their own (egress 3128, credentials
+	# 8288: each connection is tagged with its port), at most four.
+	run -0 ctl egress 3129 0
+	run -0 ctl egress 3130 0
+	run -0 ctl egress 3131 0
+	run -1 ctl egress 3132 0
+	[[ "$output" == *"limit"* ]]
+	# asking again for a port it has is no new listener
+	run -0 ctl egress 3129 0
 }
 
 @test "a client that stops reading: the process blocks, the agent's memory stays bounded" {
