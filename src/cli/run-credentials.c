@@ -11,7 +11,8 @@
 #include "session/cred-setup.h"
 
 /* FILE as a JSON object.  jansson's error text may quote the input, which
- * holds secrets: only the line number is reported. */
+ * holds secrets: only the line number is reported.  `arg` names the option
+ * in messages. */
 static json_t *
 load_entry (const char *arg, const char *path, ab_error_t *err)
 {
@@ -38,36 +39,86 @@ load_entry (const char *arg, const char *path, ab_error_t *err)
 	return j;
 }
 
-/* One NAME=FILE, checked on its own so the error names it. */
+/* Append `entry` (owned) named `name` after checking it on its own, so
+ * the error names the option that brought it. */
 static int
-add_entry (const char *token, const char *arg, json_t *ups, ab_error_t *err)
+append_checked (const char *token, const char *arg, const char *name, json_t *entry, json_t *ups,
+                ab_error_t *err)
 {
-	const char *eq = strchr (arg, '=');
-	cleanup_free char *name = eq ? xstrndup (arg, (size_t)(eq - arg)) : NULL;
-	json_t *one, *entry;
+	json_t *one;
 	struct ab_cred_config_s *c;
 
-	if (!eq || eq == arg || !eq[1])
-		return ab_error (err, 0, AB_E_INVALID, "--credential %s: expected NAME=FILE", arg);
 	for (size_t i = 0; i < json_array_size (ups); i++)
 		if (strcmp (json_string_value (json_object_get (json_array_get (ups, i), "name")),
 		            name)
-		    == 0)
-			return ab_error (err, 0, AB_E_INVALID, "--credential %s: %s given twice",
-			                 arg, name);
-	if (!(entry = load_entry (arg, eq + 1, err)))
-		return -1;
+		    == 0) {
+			json_decref (entry);
+			return ab_error (err, 0, AB_E_INVALID, "%s: %s given twice", arg, name);
+		}
 	json_object_set_new (entry, "name", json_string (name));
 	one = json_pack ("[O]", entry);
 	c = ab_cred_config_from_entries (token, one, err);
 	json_decref (one);
 	if (!c) {
 		json_decref (entry);
-		return ab_error_wrap (err, "--credential %s", arg);
+		return ab_error_wrap (err, "%s", arg);
 	}
 	ab_cred_config_unref (c);
 	json_array_append_new (ups, entry);
 	return 0;
+}
+
+/* One NAME=FILE. */
+static int
+add_entry (const char *token, const char *arg, json_t *ups, ab_error_t *err)
+{
+	const char *eq = strchr (arg, '=');
+	cleanup_free char *name = eq ? xstrndup (arg, (size_t)(eq - arg)) : NULL;
+	cleanup_free char *what = xasprintf ("--credential %s", arg);
+	json_t *entry;
+
+	if (!eq || eq == arg || !eq[1])
+		return ab_error (err, 0, AB_E_INVALID, "--credential %s: expected NAME=FILE", arg);
+	if (!(entry = load_entry (arg, eq + 1, err)))
+		return -1;
+	return append_checked (token, what, name, entry, ups, err);
+}
+
+/* `--credentials FILE` (stored as "@FILE"): the credential proxy's own
+ * config document; every entry of its "upstreams" is taken under its
+ * "name".  Its threadToken, if any, is ignored: each sandbox gets its own. */
+static int
+add_file (const char *token, const char *path, json_t *ups, ab_error_t *err)
+{
+	cleanup_free char *what = xasprintf ("--credentials %s", path);
+	json_t *doc = load_entry (what, path, err), *list;
+	size_t i;
+	json_t *e;
+	int r = 0;
+
+	if (!doc)
+		return -1;
+	list = json_object_get (doc, "upstreams");
+	if (!json_is_array (list)) {
+		json_decref (doc);
+		return ab_error (err, 0, AB_E_INVALID, "%s: expected an \"upstreams\" array", what);
+	}
+	json_array_foreach (list, i, e)
+	{
+		const char *name = json_string_value (json_object_get (e, "name"));
+		json_t *copy;
+		if (!json_is_object (e) || !name) {
+			r = ab_error (err, 0, AB_E_INVALID, "%s: upstream %zu has no name", what,
+			              i);
+			break;
+		}
+		copy = json_deep_copy (e);
+		json_object_del (copy, "name");
+		if ((r = append_checked (token, what, name, copy, ups, err)) < 0)
+			break;
+	}
+	json_decref (doc);
+	return r;
 }
 
 int
@@ -82,7 +133,8 @@ ab_run_credentials_entries (char **credentials, json_t **out, ab_error_t *err)
 		return -1;
 	ups = json_array ();
 	for (char **a = credentials; r == 0 && a && *a; a++)
-		r = add_entry (token, *a, ups, err);
+		r = **a == '@' ? add_file (token, *a + 1, ups, err)
+		               : add_entry (token, *a, ups, err);
 	explicit_bzero (token, sizeof token);
 	if (r < 0) {
 		json_decref (ups);

@@ -40,6 +40,7 @@ enum {
 	OPT_POLICY,
 	OPT_AUDIT_LOG,
 	OPT_CREDENTIAL,
+	OPT_CREDENTIALS,
 };
 
 static const struct option run_options[] = {
@@ -65,6 +66,7 @@ static const struct option run_options[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
 	{ "credential", required_argument, NULL, OPT_CREDENTIAL },
+	{ "credentials", required_argument, NULL, OPT_CREDENTIALS },
 	{ "user", required_argument, NULL, 'u' },
 	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
@@ -88,6 +90,7 @@ static const char run_usage[] =
         "                        --policy FILE  --audit-log FILE|-\n"
         "  --credential NAME=FILE             an upstream for the credential proxy at\n"
         "                                     127.0.0.1:8288 inside (repeatable)\n"
+        "  --credentials FILE                 every upstream of a credential-proxy config file\n"
         "  --json-result FILE  -t, --tty | --no-tty\n";
 
 struct env_builder_s {
@@ -309,6 +312,12 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case OPT_POLICY: return set_string (&spec->egress.policy_file, arg);
 	case OPT_AUDIT_LOG: return set_string (&spec->egress.audit_log, arg);
 	case OPT_CREDENTIAL: ab_strv_push (&spec->credentials, arg); return 0;
+	case OPT_CREDENTIALS: {
+		/* Kept in order with the NAME=FILE ones; "@" marks a whole file. */
+		cleanup_free char *at = xasprintf ("@%s", arg);
+		ab_strv_push (&spec->credentials, at);
+		return 0;
+	}
 	default: return parse_limit (spec, opt, arg, err);
 	}
 }

@@ -172,3 +172,25 @@ entry() {
 	grep -qx "proc secret=1 token=1" <<<"$output"
 	grep -q "^mem secret=1 token=1 " <<<"$output"
 }
+
+@test "--credentials FILE takes every upstream of a credential-proxy config; bad files are refused" {
+	printf '{"threadToken": "not-used", "upstreams": [
+	  {"name": "openai", "baseUrl": "https://api.openai.example/v1", "inject": [{"header": "authorization", "value": "Bearer %s"}]},
+	  {"name": "anthropic", "baseUrl": "https://api.anthropic.example", "inject": [{"header": "x-api-key", "value": "%s"}]}]}\n' \
+		"$SECRET_OAI" "$SECRET_ANT" >"$T/all.json"
+	run --separate-stderr abrun --no-workspace --credentials "$T/all.json" -- env
+	[ "$status" -eq 0 ]
+	grep -qx "OPENAI_BASE_URL=http://127.0.0.1:8288/openai" <<<"$output"
+	grep -qx "ANTHROPIC_BASE_URL=http://127.0.0.1:8288/anthropic" <<<"$output"
+	run ! grep -qF -- "$SECRET_OAI" <<<"$output"
+	run ! grep -qF -- "not-used" <<<"$output"
+	# a name given twice (file and flag), and an entry without a name
+	run --separate-stderr abrun --credentials "$T/all.json" --credential "openai=$T/all.json" -- true
+	[ "$status" -eq 125 ]
+	[[ "$stderr" == *"openai given twice"* ]]
+	printf '{"upstreams": [{"baseUrl": "https://x.example", "inject": [{"header": "a", "value": "%s"}]}]}\n' "$SECRET_OAI" >"$T/bad.json"
+	run --separate-stderr abrun --credentials "$T/bad.json" -- true
+	[ "$status" -eq 125 ]
+	[[ "$stderr" == *"has no name"* ]]
+	[[ "$stderr" != *"$SECRET_OAI"* ]]
+}
