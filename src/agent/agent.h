@@ -43,5 +43,7 @@ void ab_service_run (int listen_fd) __attribute__ ((noreturn));
 void ab_agent_release_stdio (void);
 /* The network namespace starts with lo down. */
 void ab_agent_loopback_up (void);
+/* listen.c: bind and listen on a unix socket path (gVisor, Docker). */
+int ab_agent_listen_path (const char *path);
 
 #endif

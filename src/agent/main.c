@@ -1,6 +1,8 @@
 /* agentbox-agent: PID 1 of a sandbox.
  *
- * Two modes, told apart by the fds it starts with:
+ * Two modes, told apart by the fds it starts with (or by `--listen PATH`,
+ * service mode on a socket it binds itself, for backends that cannot pass
+ * it a listening fd: see listen.c):
  *   - one-shot (oneshot.c, protocol v1): fd 3 is a connected socket to the
  *     host; one EXEC, then the sandbox ends with the command;
  *   - service (service.c, protocol v2): fd 4 is a listening unix socket;
@@ -62,7 +64,7 @@ is_listening (int fd)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
 	if (getpid () != 1) {
 		/* kill(-1) from anywhere else would reach far more than a sandbox. */
@@ -71,6 +73,16 @@ main (void)
 	}
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (argc == 3 && strcmp (argv[1], "--listen") == 0) {
+		int fd = ab_agent_listen_path (argv[2]);
+		if (fd < 0)
+			return 125;
+		ab_service_run (fd);
+	}
+	if (argc > 1) {
+		fprintf (stderr, "usage: agentbox-agent [--listen PATH]\n");
+		return 125;
+	}
 	if (is_listening (AB_AGENT_LISTEN_FD))
 		ab_service_run (AB_AGENT_LISTEN_FD);
 	ab_oneshot_run ();

@@ -77,6 +77,10 @@ struct ab_channel_s;
 #define AB_SESSION_OUT_HIGH (1U << 20)
 
 void ab_session_accept (int listen_fd);
+/* listen.c: sessions only from these peer pids (SO_PEERCRED) once one is
+ * allowed; until then every peer (the native monitor's fd 4). */
+void ab_session_allow_peer (pid_t pid);
+bool ab_session_peer_allowed (int fd);
 /* Registered with ab_loop_after_batch: writes what a batch queued. */
 void ab_session_flush_dirty (void);
 /* Queue a frame; flushed after the current batch. */

@@ -326,7 +326,7 @@ ab_session_accept (int listen_fd)
 
 		if (fd < 0)
 			return; /* EAGAIN, or out of fds: the backlog keeps them */
-		if (n_sessions >= MAX_SESSIONS) {
+		if (n_sessions >= MAX_SESSIONS || !ab_session_peer_allowed (fd)) {
 			close (fd);
 			continue;
 		}

@@ -133,9 +133,14 @@ ab_backend_select (const char *name, ab_error_t *err)
 
 	if (strcmp (name, "auto") != 0) {
 		const struct ab_backend_ops_s *b = ab_backend_find (name);
-		if (!b)
-			ab_error (err, 0, AB_E_INVALID,
-			          "unknown backend '%s' (available: auto, native)", name);
+		if (!b) {
+			char names[128] = "auto";
+			for (size_t i = 0; all_backends[i]; i++)
+				snprintf (names + strlen (names), sizeof names - strlen (names), ", %s",
+				          all_backends[i]->name);
+			ab_error (err, 0, AB_E_INVALID, "unknown backend '%s' (available: %s)", name,
+			          names);
+		}
 		return b; /* an explicit choice is tried as is: its failure is the error */
 	}
 	for (size_t i = 0; all_backends[i]; i++) {

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
 #include "backend/native-internal.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
@@ -62,16 +63,6 @@ struct monitor_s {
 	struct idmap_cache_s idmaps;
 	struct ab_native_report_s report;
 };
-
-static void
-make_id (char id[33])
-{
-	unsigned char raw[8];
-	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-		memset (raw, 0, sizeof raw);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf (id + 2 * i, 3, "%02x", raw[i]);
-}
 
 static int
 idmap_for_owner (struct monitor_s *m, const struct stat *st, const struct ab_idmap_s *map,
@@ -390,8 +381,10 @@ report_service_start (struct monitor_s *m)
 	if (n > 0)
 		r.ok = 0;
 	send (m->mon_fd, &r, sizeof r, MSG_NOSIGNAL);
-	close (m->mon_fd);
-	m->mon_fd = -1;
+	if (!m->spec->service_tied) {
+		close (m->mon_fd);
+		m->mon_fd = -1;
+	}
 }
 
 static int
@@ -408,20 +401,22 @@ termination_signals (void)
 
 static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 {
-	struct pollfd p[2] = { { .fd = m->init_pidfd, .events = POLLIN },
-		               { .fd = m->mon_fd, .events = POLLIN } };
+	struct pollfd p[3] = { { .fd = m->init_pidfd, .events = POLLIN },
+		               { .fd = m->mon_fd, .events = POLLIN },
+		               { .fd = -1, .events = POLLIN } };
 	bool service = m->spec->service_socket != NULL;
 
 	if (service) {
 		report_service_start (m);
 		p[1].fd = termination_signals (); /* SIGTERM: destroy the sandbox */
+		p[2].fd = m->mon_fd;              /* tied: the caller's end */
 	}
 	ab_error_t err = AB_ERROR_INIT;
 	struct rusage ru = { 0 };
 	int status = 0, timeout = backstop_ms (m->spec);
 
 	for (;;) {
-		int n = poll (p, 2, timeout);
+		int n = poll (p, 3, timeout);
 		char c;
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -432,9 +427,9 @@ static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 		}
 		if (p[0].revents)
 			break;
-		if (service && p[1].revents) {
-			kill_sandbox (m); /* SIGTERM: destroy */
-			p[1].fd = -1;
+		if (service && (p[1].revents || p[2].revents)) {
+			kill_sandbox (m); /* SIGTERM, or a tied caller is gone: destroy */
+			p[1].fd = p[2].fd = -1;
 		} else if (p[1].revents && recv (m->mon_fd, &c, 1, MSG_DONTWAIT) <= 0) {
 			kill_sandbox (m); /* the caller is gone */
 			p[1].fd = -1;
@@ -449,7 +444,7 @@ static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 	if (m->cgroup && ab_cgroup_destroy (m->cgroup, &err) < 0 && m->report.error[0] == '\0')
 		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
 	if (service)
-		unlink (m->spec->service_socket);
+		ab_monitor_remove_socket (m->spec);
 	else
 		send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
 	_exit (0);
@@ -503,7 +498,7 @@ detach_monitor (int mon_fd)
 }
 
 static int
-await_service_start (struct ab_sandbox_s *sb, ab_error_t *err)
+await_service_start (const struct ab_spec_s *spec, struct ab_sandbox_s *sb, ab_error_t *err)
 {
 	struct ab_native_report_s r = { 0 };
 	int mon = (int)(intptr_t)sb->priv;
@@ -515,7 +510,9 @@ await_service_start (struct ab_sandbox_s *sb, ab_error_t *err)
 	n = recv (mon, &monitor, sizeof monitor, 0);
 	if (n == (ssize_t)sizeof monitor)
 		n = recv (mon, &r, sizeof r, 0);
-	close (mon);
+	/* Tied: the monitor watches this end until this process exits. */
+	if (!spec->service_tied)
+		close (mon);
 	sb->priv = (void *)(intptr_t)-1;
 	sb->monitor_pid = monitor;
 	if (n != (ssize_t)sizeof r)
@@ -542,7 +539,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	in.agent_path = agent_path;
 	memset (sb, 0, sizeof *sb);
 	sb->backend = &ab_backend_native;
-	make_id (sb->id);
+	ab_backend_make_id (sb->id);
 	for (int i = 0; i < 3; i++)
 		in.stdio[i] = stdio ? stdio[i] : -1;
 	if ((!spec->service_socket && socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, door) < 0)
@@ -566,7 +563,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	sb->agent_fd = door[0];
 	sb->monitor_pid = pid;
 	sb->priv = (void *)(intptr_t)mon[0];
-	return spec->service_socket ? await_service_start (sb, err) : 0;
+	return spec->service_socket ? await_service_start (spec, sb, err) : 0;
 }
 
 /* Service mode: the monitor is not our child; SIGTERM asks it to kill the
@@ -574,19 +571,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 static int
 service_destroy (struct ab_sandbox_s *sb, ab_error_t *err)
 {
-	cleanup_close int pidfd = ab_sys_pidfd_open (sb->monitor_pid, 0);
-	struct pollfd p;
-
-	if (pidfd < 0)
-		return errno == ESRCH ? 0
-		                      : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
-	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
-		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
-	p.fd = pidfd;
-	p.events = POLLIN;
-	if (poll (&p, 1, 15000) != 1)
-		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "sandbox monitor did not end");
-	return 0;
+	return ab_monitor_terminate (sb->monitor_pid, 15000, err);
 }
 
 static int
@@ -642,6 +627,10 @@ native_probe (struct ab_probe_result_s *result)
 const struct ab_backend_ops_s ab_backend_native = {
 	.name = "native",
 	.strength = 20,
+	.features = AB_BACKEND_ONESHOT | AB_BACKEND_FD_PASSING | AB_BACKEND_LIMITS
+	            | AB_BACKEND_NET_PROXY,
+	.wall = "Linux namespaces (user, mount, pid, net, ipc, uts, cgroup), pivot_root, "
+	        "seccomp, Landlock, no capabilities, cgroups",
 	.probe = native_probe,
 	.create = native_create,
 	.kill = native_kill,

@@ -101,6 +101,28 @@ describe_host (struct report_s *rep)
 		snprintf (rep->kernel, sizeof rep->kernel, "unknown");
 }
 
+static const struct {
+	unsigned bit;
+	const char *name;
+} features[] = {
+	{ AB_BACKEND_ONESHOT, "oneshot" }, { AB_BACKEND_FD_PASSING, "fd-passing" },
+	{ AB_BACKEND_LIMITS, "limits" },   { AB_BACKEND_NET_PROXY, "network-proxy" },
+	{ AB_BACKEND_PAUSE, "pause" },     { AB_BACKEND_SNAPSHOT, "snapshot" },
+};
+
+/* "limits network-proxy ..." (static buffer: doctor is single-threaded). */
+static const char *
+feature_list (unsigned bits)
+{
+	static char buf[128];
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof features / sizeof *features; i++)
+		if (bits & features[i].bit)
+			snprintf (buf + strlen (buf), sizeof buf - strlen (buf), "%s%s",
+			          buf[0] ? " " : "", features[i].name);
+	return buf[0] ? buf : "-";
+}
+
 static void
 print_text (const struct report_s *rep)
 {
@@ -116,9 +138,8 @@ print_text (const struct report_s *rep)
 		const struct backend_row_s *b = &rep->backends[i];
 		printf ("  %-20s %-4s %.1f ms  %s\n", b->ops->name, b->probe.works ? "yes" : "no",
 		        (double)b->probe.duration_us / 1000.0, b->probe.reason);
-		if (!b->probe.works)
-			printf ("  %-20s %-4s fix: see the capability lines above that say no\n",
-			        "", "");
+		printf ("  %-20s %-4s wall: %s\n", "", "", b->ops->wall ? b->ops->wall : "-");
+		printf ("  %-20s %-4s supports: %s\n", "", "", feature_list (b->ops->features));
 	}
 	if (rep->pick)
 		printf ("\nauto picks: %s\n", rep->pick->name);
@@ -144,11 +165,17 @@ print_json (const struct report_s *rep)
 		json_object_set_new (caps, rep->checks[i].name, check_json (&rep->checks[i]));
 	for (size_t i = 0; i < rep->n_backends; i++) {
 		const struct backend_row_s *b = &rep->backends[i];
+		json_t *feats = json_array ();
+		for (size_t k = 0; k < sizeof features / sizeof *features; k++)
+			if (b->ops->features & features[k].bit)
+				json_array_append_new (feats, json_string (features[k].name));
 		json_array_append_new (
-		        backends, json_pack ("{s:s, s:i, s:b, s:f, s:s}", "name", b->ops->name,
-		                             "strength", b->ops->strength, "works", b->probe.works,
-		                             "duration_ms", (double)b->probe.duration_us / 1000.0,
-		                             "reason", b->probe.reason));
+		        backends,
+		        json_pack ("{s:s, s:i, s:b, s:f, s:s, s:s, s:o}", "name", b->ops->name,
+		                   "strength", b->ops->strength, "works", b->probe.works,
+		                   "duration_ms", (double)b->probe.duration_us / 1000.0, "reason",
+		                   b->probe.reason, "wall", b->ops->wall ? b->ops->wall : "", "features",
+		                   feats));
 	}
 	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid",
 	                  (int)geteuid (), "capabilities", caps, "backends", backends, "auto",

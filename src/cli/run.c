@@ -22,6 +22,7 @@
 #include "cli/run-credentials.h"
 #include "session/cred-relay.h"
 #include "session/egress-relay.h"
+#include "session/run-remote.h"
 #include "session/run-session.h"
 
 struct stdio_plan_s {
@@ -186,6 +187,70 @@ want_tty (const struct ab_spec_s *spec)
 	return spec->tty == AB_TTY_ON;
 }
 
+/* Where a service-mode sandbox of `run` listens: a fresh private dir. */
+static char *
+make_socket_dir (ab_error_t *err)
+{
+	const char *base = getenv ("XDG_RUNTIME_DIR");
+	char *dir = xasprintf ("%s/agentbox-run-XXXXXX", base && base[0] == '/' ? base : "/tmp");
+
+	if (!mkdtemp (dir)) {
+		ab_error (err, errno, AB_E_SYSTEM, "mkdtemp %s", dir);
+		free (dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* A backend without protocol v1 (gVisor, microVM, Docker): the sandbox in
+ * service mode, tied to this process, one process through protocol v2. */
+static int
+run_in_service_sandbox (const struct ab_backend_ops_s *backend, struct ab_spec_s *spec,
+                        struct ab_run_outcome_s *out, struct ab_sandbox_exit_s *ex,
+                        ab_error_t *err)
+{
+	cleanup_free char *dir = make_socket_dir (err);
+	cleanup_free char *sock = NULL;
+	ab_error_t derr = AB_ERROR_INIT;
+	struct ab_sandbox_s sb;
+	int r;
+
+	if (!dir)
+		return -1;
+	if (spec->network == AB_NETWORK_PROXY && !(backend->features & AB_BACKEND_NET_PROXY)) {
+		rmdir (dir);
+		return ab_error (err, 0, AB_E_INVALID, "--network proxy is not available on the %s backend",
+		                 backend->name);
+	}
+	sock = xasprintf ("%s/agent.sock", dir);
+	spec->service_socket = sock;
+	spec->service_tied = true;
+	r = backend->create (spec, NULL, &sb, err);
+	if (r == 0) {
+		r = ab_run_remote (sock, spec, want_tty (spec), out, err);
+		if (backend->destroy (&sb, ex, &derr) < 0 && r == 0) {
+			*err = derr;
+			r = -1;
+		}
+	}
+	spec->service_socket = NULL;
+	unlink (sock);
+	rmdir (dir);
+	return r;
+}
+
+static int
+finish_run (const struct ab_spec_s *spec, const struct ab_run_outcome_s *out,
+            const struct ab_sandbox_exit_s *ex, uint64_t t0, ab_error_t *err)
+{
+	int sig, code = exit_code (out, &sig);
+
+	if (spec->json_result
+	    && write_json_result (spec->json_result, code, sig, out, ex, now_ms () - t0, err) < 0)
+		return -1;
+	return code;
+}
+
 static int
 run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error_t *err)
 {
@@ -197,11 +262,24 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	struct ab_sandbox_s sb;
 	bool tty = want_tty (spec);
 	uint64_t t0 = now_ms ();
-	int code, sig, r;
+	int r;
 	ab_error_t derr = AB_ERROR_INIT;
 
 	struct services_s services = { 0 };
 
+	/* AGENTBOX_RUN_SERVICE=1 takes the protocol v2 path on any backend
+	 * (the tests use it to cover that path on native). */
+	if (backend
+	    && (!(backend->features & AB_BACKEND_ONESHOT) || getenv ("AGENTBOX_RUN_SERVICE"))) {
+		if (creds) {
+			ab_cred_config_unref (creds);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "--credential is not available on the %s backend", backend->name);
+		}
+		if (run_in_service_sandbox (backend, spec, &out, &ex, err) < 0)
+			return -1;
+		return finish_run (spec, &out, &ex, t0, err);
+	}
 	if (!backend || plan_stdio (tty, &plan, err) < 0
 	    || backend->create (spec, plan.sandbox, &sb, err) < 0) {
 		ab_cred_config_unref (creds);
@@ -227,11 +305,7 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	}
 	if (r < 0)
 		return -1;
-	code = exit_code (&out, &sig);
-	if (spec->json_result
-	    && write_json_result (spec->json_result, code, sig, &out, &ex, now_ms () - t0, err) < 0)
-		return -1;
-	return code;
+	return finish_run (spec, &out, &ex, t0, err);
 }
 
 /* A bad policy file or pattern is an error before anything starts. */

@@ -5,6 +5,7 @@
  * after a daemon restart. */
 #include "daemon/daemon-internal.h"
 #include "policy/egress-policy.h"
+#include "session/agent-config.h"
 #include "session/egress-relay.h"
 
 #include <ctype.h>
@@ -151,26 +152,6 @@ ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 		return NULL;
 	ab_agent_set_timeout (c, AB_AGENT_CALL_TIMEOUT_MS);
 	return c;
-}
-
-static int
-configure_agent (struct ab_box_s *b, ab_agent_conn_t *c, ab_error_t *err)
-{
-	cleanup_strv char **roots = NULL;
-	size_t n_rw;
-	cleanup_strv char **rw = ab_rootfs_rw_paths (&b->spec, &n_rw);
-	struct ab_agent_config_s cfg = { .nofile = b->spec.limits.nofile };
-
-	if (b->spec.workspace)
-		ab_strv_push (&roots, AB_WORKSPACE_DIR);
-	for (size_t i = 0; i < b->spec.n_mounts; i++)
-		if (b->spec.mounts[i].kind != AB_MOUNT_RO_BIND)
-			ab_strv_push (&roots, b->spec.mounts[i].destination);
-	if (!roots)
-		roots = xcalloc (1, sizeof *roots);
-	cfg.file_roots = roots;
-	cfg.rw_paths = rw;
-	return ab_agent_configure (c, &cfg, err);
 }
 
 static int
@@ -321,7 +302,7 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	if (b->pidfd < 0)
 		return ab_error_wrap (err, "sandbox started but its monitor is gone");
 	c = ab_box_connect (d, b, err);
-	r = c ? configure_agent (b, c, err) : -1;
+	r = c ? ab_session_configure_agent (c, &b->spec, err) : -1;
 	ab_agent_close (c);
 	if (r == 0)
 		r = ab_box_egress_start (b, err);
@@ -514,7 +495,7 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 	c = ab_agent_connect (b->agent_sock, &err);
 	if (c)
 		ab_agent_set_timeout (c, ADOPT_PING_MS);
-	if (!c || ab_agent_ping (c, &err) < 0 || configure_agent (b, c, &err) < 0) {
+	if (!c || ab_agent_ping (c, &err) < 0 || ab_session_configure_agent (c, &b->spec, &err) < 0) {
 		ab_agent_close (c);
 		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
 		ab_box_mark_dead (d, b, why);

@@ -83,6 +83,10 @@ struct ab_spec_s {
 	 * unix socket (protocol v2) and whose monitor outlives the caller.
 	 * NULL = one-shot (the caller holds the agent connection). */
 	char *service_socket;
+	/* Service mode for a one-shot caller (`agentbox run` on a backend
+	 * without protocol v1): the sandbox also ends when the caller does.
+	 * Not part of the JSON form. */
+	bool service_tied;
 };
 
 void ab_spec_init (struct ab_spec_s *spec);

@@ -1,0 +1,242 @@
+/* The detached monitor shared by the backends that drive an outside tool
+ * (see monitor.h).  Its protocol with the caller, on a SOCK_SEQPACKET pair:
+ * the intermediate child sends the monitor's pid, then the monitor sends
+ * one report (empty = ready, else why it failed).  With spec->service_tied
+ * the caller keeps its end open; EOF on it then tears the sandbox down. */
+#include "backend/monitor.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "base/cleanup.h"
+#include "base/fd.h"
+#include "base/sys.h"
+
+#define REPORT_MAX 512
+
+void
+ab_backend_make_id (char id[33])
+{
+	unsigned char raw[8];
+	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+		memset (raw, 0, sizeof raw);
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf (id + 2 * i, 3, "%02x", raw[i]);
+}
+
+static uint64_t
+mono_ms (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool
+socket_accepts (const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || strlen (path) >= sizeof sun.sun_path)
+		return false;
+	strcpy (sun.sun_path, path);
+	return connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+}
+
+int
+ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err)
+{
+	uint64_t deadline = mono_ms () + (uint64_t)timeout_ms;
+	int delay = 2;
+
+	while (!socket_accepts (path)) {
+		struct pollfd p = { .fd = watch_fd, .events = POLLIN };
+		if (mono_ms () >= deadline)
+			return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
+			                 "the agent did not listen within %d ms", timeout_ms);
+		/* Back off from 2 ms to 50 ms: fast when the agent is quick,
+		 * cheap while a VM boots. */
+		if (poll (&p, watch_fd >= 0 ? 1 : 0, delay) > 0)
+			return ab_error (err, 0, AB_E_SYSTEM, "the sandbox ended before its agent listened");
+		delay = delay < 50 ? delay * 2 : 50;
+	}
+	return 0;
+}
+
+void
+ab_monitor_remove_socket (const struct ab_spec_s *spec)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	unlink (spec->service_socket);
+	/* A tied caller's private directory (agentbox run): the caller may
+	 * have been killed before it could remove it.  rmdir only if empty. */
+	if (spec->service_tied && snprintf (dir, sizeof dir, "%s", spec->service_socket) < (int)sizeof dir
+	    && (slash = strrchr (dir, '/')) && slash != dir) {
+		*slash = '\0';
+		rmdir (dir);
+	}
+}
+
+static int
+termination_signals (void)
+{
+	sigset_t set;
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	sigprocmask (SIG_BLOCK, &set, NULL);
+	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Until SIGTERM, the sandbox's end, or (tied) the caller's end. */
+static void
+supervise (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, void *ctx,
+           int watch_fd, int term_fd, int caller_fd)
+{
+	struct pollfd p[3] = { { .fd = watch_fd, .events = POLLIN },
+		               { .fd = term_fd, .events = POLLIN },
+		               { .fd = caller_fd, .events = POLLIN } };
+
+	if (ops->serve) {
+		ops->serve (ctx, spec, watch_fd, term_fd);
+		return;
+	}
+	while (poll (p, 3, -1) < 0 && errno == EINTR)
+		;
+}
+
+static void __attribute__ ((noreturn))
+run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
+             void *ctx, int report_fd)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	const int keep[] = { report_fd };
+	int term_fd, watch_fd;
+
+	setsid (); /* terminal signals meant for the caller must not reach us */
+	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
+	ab_close_fds_except (keep, 1);
+	term_fd = termination_signals ();
+	watch_fd = ops->start (ctx, spec, id, &err);
+	if (watch_fd < 0) {
+		ops->stop (ctx, spec, id);
+		ab_monitor_remove_socket (spec);
+		send (report_fd, err.msg, strlen (err.msg) ? strlen (err.msg) : 1, MSG_NOSIGNAL);
+		_exit (1);
+	}
+	send (report_fd, "", 0, MSG_NOSIGNAL);
+	if (!spec->service_tied) {
+		close (report_fd);
+		report_fd = -1;
+	}
+	supervise (spec, ops, ctx, watch_fd, term_fd, report_fd);
+	ops->stop (ctx, spec, id);
+	ab_monitor_remove_socket (spec);
+	_exit (0);
+}
+
+static int
+await_report (int fd, pid_t *monitor_pid, ab_error_t *err)
+{
+	char msg[REPORT_MAX];
+	pid_t pid = -1;
+	ssize_t n;
+
+	n = recv (fd, &pid, sizeof pid, 0);
+	if (n != (ssize_t)sizeof pid)
+		return ab_error (err, errno, AB_E_SYSTEM, "could not start the sandbox monitor");
+	*monitor_pid = pid;
+	do
+		n = recv (fd, msg, sizeof msg - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "sandbox monitor");
+	if (n > 0) {
+		msg[n] = '\0';
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", msg);
+	}
+	return 0;
+}
+
+int
+ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
+                  const struct ab_monitor_ops_s *ops, void *ctx, pid_t *monitor_pid,
+                  ab_error_t *err)
+{
+	int sv[2], r;
+	pid_t pid;
+
+	if (!spec->service_socket)
+		return ab_error (err, 0, AB_E_INVALID, "this backend runs sandboxes in service mode only");
+	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
+	pid = fork ();
+	if (pid < 0) {
+		close (sv[0]), close (sv[1]);
+		return ab_error (err, errno, AB_E_SYSTEM, "fork monitor");
+	}
+	if (pid == 0) {
+		/* Re-parented away from the caller (which may be restarted). */
+		pid_t m = fork ();
+		close (sv[0]);
+		if (m != 0) {
+			send (sv[1], &m, sizeof m, MSG_NOSIGNAL);
+			_exit (m < 0);
+		}
+		run_monitor (spec, id, ops, ctx, sv[1]);
+	}
+	close (sv[1]);
+	while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	r = await_report (sv[0], monitor_pid, err);
+	/* Tied: the monitor watches this end; it must not leak into children. */
+	if (r == 0 && spec->service_tied)
+		return 0; /* sv[0] stays open, close-on-exec, until the caller exits */
+	close (sv[0]);
+	return r;
+}
+
+int
+ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err)
+{
+	cleanup_close int pidfd = ab_sys_pidfd_open (monitor_pid, 0);
+	struct pollfd p;
+
+	if (pidfd < 0)
+		return errno == ESRCH ? 0 : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
+	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
+	p.fd = pidfd;
+	p.events = POLLIN;
+	if (poll (&p, 1, timeout_ms) != 1)
+		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "sandbox monitor did not end");
+	return 0;
+}
+
+enum ab_sandbox_state
+ab_sandbox_state (const struct ab_sandbox_s *sb)
+{
+	if (sb->monitor_pid <= 0 || (kill (sb->monitor_pid, 0) < 0 && errno == ESRCH))
+		return AB_SANDBOX_STOPPED;
+	return AB_SANDBOX_RUNNING;
+}

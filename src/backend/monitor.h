@@ -1,0 +1,61 @@
+/* The detached monitor that backends built on an outside tool (runsc,
+ * qemu, docker) share with the native service mode's design: a small host
+ * process, comm "agentbox-mon", forked from the caller (so its cmdline is
+ * the caller's, e.g. `agentbox __create-sandbox ID`, which the daemon checks
+ * when it re-adopts sandboxes), that owns the sandbox's lifetime:
+ *
+ *   caller ──fork──► (exits) ──fork──► monitor ──► runsc / qemu / docker …
+ *
+ * It starts the sandbox, waits until the agent accepts connections at
+ * spec->service_socket, reports to the caller, then supervises: SIGTERM,
+ * the sandbox's own end, or (spec->service_tied) the caller's end tears
+ * everything down, the socket included. */
+#ifndef AB_BACKEND_MONITOR_H
+#define AB_BACKEND_MONITOR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+struct ab_monitor_ops_s {
+	/* In the monitor (single-threaded, its own session): start the
+	 * sandbox.  Returns an fd that becomes readable when the sandbox ends
+	 * (a pidfd of runsc or qemu), or -1 with err.  It must not return
+	 * before the agent accepts at spec->service_socket (see
+	 * ab_monitor_wait_socket). */
+	int (*start) (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err);
+	/* In the monitor: tear everything down; also called after a failed
+	 * start, so it copes with a half-started sandbox.  Idempotent. */
+	void (*stop) (void *ctx, const struct ab_spec_s *spec, const char *id);
+	/* Optional, in the monitor, when the watched fd fires or after stop:
+	 * more work for an event loop of the backend's own (a relay).  NULL
+	 * for backends whose agent is reached directly. */
+	int (*serve) (void *ctx, const struct ab_spec_s *spec, int watch_fd, int term_fd);
+};
+
+/* Start a sandbox under a detached monitor; returns when the agent accepts
+ * connections at spec->service_socket (0, *monitor_pid set) or the start
+ * failed (-1, err says why: the monitor's own message). */
+int ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
+                      const struct ab_monitor_ops_s *ops, void *ctx, pid_t *monitor_pid,
+                      ab_error_t *err);
+
+/* Unlink spec->service_socket and, when tied, its directory if empty. */
+void ab_monitor_remove_socket (const struct ab_spec_s *spec);
+
+/* SIGTERM a monitor and wait (up to timeout_ms) for it to end. */
+int ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err);
+
+/* Poll until a unix socket at path accepts a connection, watch_fd (if >= 0)
+ * becomes readable (the sandbox died: an error), or timeout_ms passes. */
+int ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err);
+
+/* Run argv (a host tool) with stdin /dev/null, stdout to out (NUL-terminated,
+ * at most cap-1 bytes kept; may be NULL) and stderr appended after it, and
+ * wait at most timeout_ms.  Returns the exit status (0-255), or -1 with err
+ * when it could not run or timed out (then it is killed). */
+int ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error_t *err);
+
+#endif

@@ -1,0 +1,117 @@
+/* Running the outside tools a backend drives (runsc, docker, qemu-img):
+ * output captured up to a cap, a deadline, and nothing of ours inherited
+ * but the pipe (posix_spawn: vfork + exec, safe in any caller). */
+#include "backend/monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int
+spawn_tool (char *const argv[], int out_w, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	int r;
+
+	posix_spawn_file_actions_init (&fa);
+	posix_spawn_file_actions_addopen (&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2 (&fa, out_w, 1);
+	posix_spawn_file_actions_adddup2 (&fa, out_w, 2);
+	sigemptyset (&none);
+	sigfillset (&def);
+	posix_spawnattr_init (&attr);
+	posix_spawnattr_setsigmask (&attr, &none);
+	posix_spawnattr_setsigdefault (&attr, &def);
+	posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = posix_spawnp (pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy (&fa);
+	posix_spawnattr_destroy (&attr);
+	return r;
+}
+
+static int
+remaining_ms (const struct timespec *deadline)
+{
+	struct timespec now;
+	clock_gettime (CLOCK_MONOTONIC, &now);
+	long long ms = (deadline->tv_sec - now.tv_sec) * 1000LL
+	               + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+/* Read until EOF or the deadline; keeps at most cap-1 bytes, drains the rest. */
+static bool
+collect_output (int fd, char *out, size_t cap, const struct timespec *deadline)
+{
+	size_t n = 0;
+	char sink[4096];
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = remaining_ms (deadline);
+		ssize_t r;
+		if (left == 0 || poll (&p, 1, left) == 0)
+			return false;
+		if (out && n + 1 < cap)
+			r = read (fd, out + n, cap - 1 - n);
+		else
+			r = read (fd, sink, sizeof sink);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (out && n + 1 < cap)
+			n += (size_t)r;
+	}
+	if (out && cap)
+		out[n] = '\0';
+	return true;
+}
+
+int
+ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error_t *err)
+{
+	struct timespec deadline;
+	int pipefd[2], status, r;
+	bool done;
+	pid_t pid;
+
+	if (out && cap)
+		out[0] = '\0';
+	if (pipe2 (pipefd, O_CLOEXEC) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
+	r = spawn_tool (argv, pipefd[1], &pid);
+	close (pipefd[1]);
+	if (r != 0) {
+		close (pipefd[0]);
+		return ab_error (err, r, AB_E_SYSTEM, "run %s", argv[0]);
+	}
+	clock_gettime (CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L)
+		deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
+	done = collect_output (pipefd[0], out, cap, &deadline);
+	close (pipefd[0]);
+	if (!done)
+		kill (pid, SIGKILL);
+	while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!done)
+		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "%s did not finish within %d ms",
+		                 argv[0], timeout_ms);
+	if (WIFSIGNALED (status))
+		return ab_error (err, 0, AB_E_SYSTEM, "%s was killed by signal %d", argv[0],
+		                 WTERMSIG (status));
+	return WEXITSTATUS (status);
+}
