@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 #include "cli/doctor-checks.h"
 
-static const char doctor_usage[] = "usage: agentbox doctor [--json]\n";
+static const char doctor_usage[] = "usage: agentbox doctor [--json] [--backend NAME]\n";
 
 struct backend_row_s {
 	const struct ab_backend_ops_s *ops;
@@ -29,23 +29,30 @@ struct report_s {
 	size_t n_backends;
 	const struct ab_backend_ops_s *pick; /* what auto would choose, NULL if none */
 	char kernel[256];
+	bool partial; /* --backend: one backend probed, auto's pick not known */
 };
 
-/* 1 = --json, 0 = text, -1 = usage error (reported in err), 2 = --help. */
+/* 1 = --json, 0 = text, -1 = usage error (reported in err), 2 = --help.
+ * --backend NAME probes that backend only (*only). */
 static int
-parse_args (int argc, char **argv, ab_error_t *err)
+parse_args (int argc, char **argv, const char **only, ab_error_t *err)
 {
 	int json = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp (argv[i], "--json") == 0)
 			json = 1;
-		else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+		else if (strcmp (argv[i], "--backend") == 0 && i + 1 < argc) {
+			*only = argv[++i];
+			if (!ab_backend_find (*only))
+				return ab_error (err, 0, AB_E_INVALID, "doctor: unknown backend '%s'",
+				                 *only);
+		} else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
 			return 2;
 		else
 			return ab_error (
 			        err, 0, AB_E_INVALID,
-			        "doctor: unknown %s '%s' (usage: agentbox doctor [--json])",
+			        "doctor: unknown %s '%s' (usage: agentbox doctor [--json] [--backend NAME])",
 			        argv[i][0] == '-' ? "option" : "argument", argv[i]);
 	}
 	return json;
@@ -73,15 +80,19 @@ run_checks (struct report_s *rep)
 /* The functional probe of every compiled-in backend, and auto's choice:
  * the strongest one that works. */
 static void
-run_backends (struct report_s *rep)
+run_backends (struct report_s *rep, const char *only)
 {
 	const struct ab_backend_ops_s *const *all = ab_backends ();
+	size_t n = 0;
 
-	while (all[rep->n_backends])
+	while (all[n])
+		n++;
+	rep->backends = xcalloc (n, sizeof *rep->backends);
+	for (size_t i = 0; i < n; i++) {
+		struct backend_row_s *b = &rep->backends[rep->n_backends];
+		if (only && strcmp (all[i]->name, only) != 0)
+			continue;
 		rep->n_backends++;
-	rep->backends = xcalloc (rep->n_backends, sizeof *rep->backends);
-	for (size_t i = 0; i < rep->n_backends; i++) {
-		struct backend_row_s *b = &rep->backends[i];
 		b->ops = all[i];
 		b->ops->probe (&b->probe);
 		if (b->probe.works && (!rep->pick || b->ops->strength > rep->pick->strength))
@@ -141,7 +152,9 @@ print_text (const struct report_s *rep)
 		printf ("  %-20s %-4s wall: %s\n", "", "", b->ops->wall ? b->ops->wall : "-");
 		printf ("  %-20s %-4s supports: %s\n", "", "", feature_list (b->ops->features));
 	}
-	if (rep->pick)
+	if (rep->partial)
+		printf ("\nauto picks: (not computed: only one backend was probed)\n");
+	else if (rep->pick)
 		printf ("\nauto picks: %s\n", rep->pick->name);
 	else
 		printf ("\nauto picks: nothing (no backend works on this host)\n");
@@ -179,7 +192,7 @@ print_json (const struct report_s *rep)
 	}
 	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid",
 	                  (int)geteuid (), "capabilities", caps, "backends", backends, "auto",
-	                  rep->pick ? json_string (rep->pick->name) : json_null ());
+	                  rep->pick && !rep->partial ? json_string (rep->pick->name) : json_null ());
 	json_dumpf (root, stdout, JSON_INDENT (2));
 	putchar ('\n');
 	json_decref (root);
@@ -199,7 +212,8 @@ ab_cmd_doctor (int argc, char **argv)
 {
 	struct report_s rep = { 0 };
 	ab_error_t err = AB_ERROR_INIT;
-	int mode = parse_args (argc, argv, &err);
+	const char *only = NULL;
+	int mode = parse_args (argc, argv, &only, &err);
 
 	if (mode < 0) {
 		ab_cli_report (&err);
@@ -211,7 +225,8 @@ ab_cmd_doctor (int argc, char **argv)
 	}
 	describe_host (&rep);
 	run_checks (&rep);
-	run_backends (&rep);
+	rep.partial = only != NULL;
+	run_backends (&rep, only);
 	if (mode == 1)
 		print_json (&rep);
 	else

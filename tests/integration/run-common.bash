@@ -66,15 +66,30 @@ ab_teardown() {
 	true
 }
 
+# AB_BACKEND (default: agentbox's own default, native) selects the backend
+# of every abrun: the conformance target runs the suites once per backend.
+AB_BACKEND_ARGS=()
+[ -n "${AB_BACKEND:-}" ] && AB_BACKEND_ARGS=(--backend "$AB_BACKEND")
+
 # agentbox run with this test's workspace and stdin from /dev/null (so the
 # outcome does not depend on whether bats itself runs on a terminal).
 abrun() {
-	timeout -k 2 "$AB_CALL_TIMEOUT" "$AGENTBOX" run --workspace "$WS" "$@" </dev/null
+	timeout -k 2 "$AB_CALL_TIMEOUT" "$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" "$@" </dev/null
 }
 
 # Same, keeping the caller's stdin.
 abrun_stdin() {
-	timeout -k 2 "$AB_CALL_TIMEOUT" "$AGENTBOX" run --workspace "$WS" "$@"
+	timeout -k 2 "$AB_CALL_TIMEOUT" "$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" "$@"
+}
+
+# native_only REASON: this test checks how the native backend builds its
+# wall (host uids, cgroup paths, the runtime binary's inode...), not a
+# behaviour every backend shares; on another backend it is skipped, and
+# says why.
+native_only() {
+	if [ -n "${AB_BACKEND:-}" ] && [ "$AB_BACKEND" != native ]; then
+		skip "native backend only on $AB_BACKEND: $1"
+	fi
 }
 
 # open_tmpdir: a fresh directory under /tmp with mode 0755 all the way up

@@ -1,0 +1,244 @@
+#!/usr/bin/env bats
+# One behaviour for every backend: the same tests run against the backend
+# named by AB_BACKEND (default native; `make conformance` runs them once per
+# backend that works here, see tests/integration/conformance-run).  They go
+# through `agentbox run` (protocol v1 on native, protocol v2 elsewhere;
+# CONFORMANCE_V2=1 forces protocol v2 on native too) and through a daemon
+# for files, path escapes and destroy.
+
+load daemon-common.bash
+
+setup_file() {
+	if [ "${AB_BACKEND:-native}" = docker ]; then
+		load dockerd.bash
+		start_dockerd || skip "docker: $DOCKERD_WHY"
+	fi
+}
+
+teardown_file() {
+	if [ "${AB_BACKEND:-native}" = docker ]; then
+		load dockerd.bash
+		stop_dockerd
+	fi
+}
+
+setup() {
+	ab_setup
+	[ "${CONFORMANCE_V2:-0}" = 1 ] && export AGENTBOX_RUN_SERVICE=1
+	if [ "${AB_BACKEND:-native}" = docker ]; then
+		load dockerd.bash
+		dockerd_env || skip "docker: no test daemon ($DOCKERD_WHY)"
+	fi
+	true
+}
+
+teardown() {
+	ab_teardown
+	[ -n "${D:-}" ] && daemon_teardown
+	true
+}
+
+# backend_has FEATURE: as `agentbox doctor --backend B --json` lists it.
+backend_has() {
+	local cache="$BATS_FILE_TMPDIR/features"
+	[ -s "$cache" ] || "$AGENTBOX" doctor --json --backend "${AB_BACKEND:-native}" 2>/dev/null |
+		jq -r '.backends[0].features[]' >"$cache"
+	grep -qx -- "$1" "$cache"
+}
+
+# Our monitors (comm agentbox-mon) whose command line holds this test's marker.
+our_monitors() {
+	local p
+	for p in $(marker_pids); do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = agentbox-mon ] && echo "$p"
+	done
+	true
+}
+
+@test "exec: stdout and stderr apart, stdin in, the exit code out" {
+	run --separate-stderr bash -c 'echo "in-$1" | timeout -k 2 60 "$AGENTBOX" run "${@:2}" -- \
+		sh -c "cat; echo to-err >&2; exit 42"' _ "$MARK" "${AB_BACKEND_ARGS[@]}" --workspace "$WS"
+	[ "$status" -eq 42 ]
+	[ "$output" = "in-$MARK" ]
+	[ "$stderr" = to-err ]
+}
+
+@test "exec: not found is 127, killed by a signal is 128+n, a large output arrives whole" {
+	run -127 abrun -- /no/such/command
+	run -137 abrun -- sh -c 'kill -KILL $$'
+	run abrun -- sh -c 'head -c 3000000 /dev/zero | tr "\0" x'
+	[ "$status" -eq 0 ]
+	[ "${#output}" -eq 3000000 ]
+}
+
+@test "exec: environment, working directory and user are the spec's" {
+	run abrun -e "M=$MARK" -w /tmp -u 1000:1000 -- sh -c 'echo $M $(pwd) $(id -u):$(id -g)'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$MARK /tmp 1000:1000" ]
+}
+
+@test "signals: SIGTERM to agentbox run reaches the command's process group" {
+	timeout -k 2 60 "$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" -- sh -c \
+		"trap 'echo got-term; exit 7' TERM; echo ready >/workspace/ready; sleep 50 & wait" \
+		>"$WS/out" 2>&1 </dev/null &
+	local pid=$!
+	BG_PIDS+=("$pid")
+	wait_for "$WS/ready" ready 600
+	kill -TERM "$pid"
+	bounded_wait "$pid" 30
+	cat "$WS/out"
+	[ "$WAIT_RC" -eq 7 ]
+	grep -qx got-term "$WS/out"
+}
+
+@test "timeouts: --timeout ends the whole process group with 124, nothing of it remains" {
+	local t0=$SECONDS
+	run -124 abrun --timeout 2s -- sh -c "sleep 40 & sleep 41 & echo started; wait # $MARK"
+	[ "$output" = started ]
+	[ $((SECONDS - t0)) -lt 30 ]
+	wait_gone test -n "$(our_monitors)"
+	[ -z "$(our_monitors)" ]
+}
+
+@test "files: the workspace is shared read-write; the root and /usr are read-only" {
+	run abrun -- sh -c "echo $MARK >/workspace/f; cat /workspace/f; touch /usr/x 2>&1; touch /x 2>&1; echo ok"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$WS/f")" = "$MARK" ]
+	[[ "${lines[1]}" == *"Read-only file system"* || "${lines[1]}" == *"Permission denied"* ]]
+	[[ "${lines[2]}" == *"Read-only file system"* || "${lines[2]}" == *"Permission denied"* ]]
+	[ "${lines[3]}" = ok ]
+}
+
+@test "secrets of the host stay unreadable: /etc/shadow, /root" {
+	run abrun -- sh -c 'cat /etc/shadow >/dev/null 2>&1 && echo READ-SHADOW; ls /root 2>/dev/null | head -1; echo done'
+	[ "$status" -eq 0 ]
+	[[ "$output" != *READ-SHADOW* ]]
+	[ "${lines[-1]}" = done ]
+}
+
+@test "inner layers: no capabilities, no_new_privs, a seccomp filter; unshare and mount fail" {
+	run abrun -- sh -c 'grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status
+		unshare -U true 2>/dev/null && echo UNSHARED
+		mkdir -p /tmp/m && mount -t tmpfs x /tmp/m 2>/dev/null && echo MOUNTED; echo end'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"CapEff:	0000000000000000"* ]]
+	[[ "$output" == *"CapPrm:	0000000000000000"* ]]
+	[[ "$output" == *"NoNewPrivs:	1"* ]]
+	[[ "$output" == *"Seccomp:	2"* ]]
+	[[ "$output" != *UNSHARED* ]]
+	[[ "$output" != *MOUNTED* ]]
+}
+
+@test "network: only loopback; the host's 127.0.0.1 listener is unreachable" {
+	python3 -c 'import socket,sys,time
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' \
+		>"$WS/port" &
+	BG_PIDS+=($!)
+	wait_for "$WS/port" '^[0-9]+$'
+	run abrun -- python3 -c "import socket
+try:
+    socket.create_connection(('127.0.0.1', $(cat "$WS/port")), timeout=3); print('CONNECTED')
+except OSError as e: print('refused', e.errno)
+try:
+    socket.create_connection(('10.1.2.3', 80), timeout=3); print('OUT')
+except OSError as e: print('unreachable', e.errno)"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == refused* ]]
+	[[ "${lines[1]}" == unreachable* ]]
+}
+
+@test "limits: a fork bomb is contained by --pids 64" {
+	backend_has limits || skip "${AB_BACKEND:-native} does not enforce limits"
+	run abrun --pids 64 --timeout 30s -- python3 -c 'import os, time
+n = 0
+for i in range(500):
+    try:
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+    except OSError as e:
+        print("fork failed", e.errno); break
+print("spawned", n, flush=True)
+os.killpg(0, 9)'
+	echo "$output"
+	[ "${lines[0]}" = "fork failed 11" ]
+	[[ "${lines[1]}" =~ ^spawned\ ([0-9]+)$ ]]
+	[ "${BASH_REMATCH[1]}" -lt 64 ]
+}
+
+@test "limits: a memory hog under --memory 64m is killed" {
+	backend_has limits || skip "${AB_BACKEND:-native} does not enforce limits"
+	run abrun --memory 64m -- python3 -c 'b = bytearray(256 << 20); b[::4096] = b"x" * len(b[::4096]); print("ALLOCATED")'
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" != *ALLOCATED* ]]
+}
+
+@test "egress: --network proxy reaches an allowed origin and denies the rest with 403" {
+	backend_has network-proxy || skip "${AB_BACKEND:-native}: --network proxy not supported"
+	export AGENTBOX WS
+	mkdir -p "$WS/www" && echo "hello $MARK" >"$WS/www/index.html"
+	run timeout -k 2 120 unshare --net bash -c '
+		ip link set lo up
+		busybox httpd -f -p 127.0.0.2:8080 -h "$1" & httpd=$!
+		for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.2/8080) 2>/dev/null && break; sleep 0.1; done
+		"$AGENTBOX" run "${@:2}" --workspace "$WS" --network proxy --allow-cidr 127.0.0.2/32 \
+			--allow-host 127.0.0.2 -- sh -c "
+			curl -sS --max-time 20 http://127.0.0.2:8080/
+			curl -sS --max-time 20 -o /dev/null -w \"%{http_code}\n\" http://10.1.2.3/
+			curl -sS --max-time 20 -o /dev/null -w \"%{http_code}\n\" http://169.254.169.254/"
+		rc=$?; kill "$httpd"; wait "$httpd" 2>/dev/null; exit $rc' _ "$WS/www" "${AB_BACKEND_ARGS[@]}"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "hello $MARK" ]
+	[ "${lines[1]}" = 403 ]
+	[ "${lines[2]}" = 403 ]
+}
+
+@test "daemon: files in and out, path escapes refused, destroy leaves nothing" {
+	daemon_setup
+	daemon_start
+	local id mon
+	id="$(ab create "${AB_BACKEND_ARGS[@]}" --workspace "$WS")"
+	[ -n "$id" ]
+	[ "$(api "/v1/sandboxes/$id" | jq -r .backend)" = "${AB_BACKEND:-native}" ]
+	mon="$(api "/v1/sandboxes/$id" | jq -r .monitor_pid)"
+	echo "in $MARK" >"$BATS_TEST_TMPDIR/in.txt"
+	run ab cp "$BATS_TEST_TMPDIR/in.txt" "$id:/workspace/in.txt"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$WS/in.txt")" = "in $MARK" ]
+	run ab exec "$id" -- sh -c 'tr a-z A-Z </workspace/in.txt >/workspace/out.txt; ln -s /etc /workspace/etc-link'
+	[ "$status" -eq 0 ]
+	run ab cp "$id:/workspace/out.txt" "$BATS_TEST_TMPDIR/out.txt"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out.txt")" = "IN ${MARK^^}" ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/../etc/passwd")" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/passwd")" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/etc-link/passwd")" = 403 ]
+	run ab rm -f "$id"
+	[ "$status" -eq 0 ]
+	monitor_gone "$mon"
+	[ "$(api_status "/v1/sandboxes/$id")" = 404 ]
+	[ -z "$(ls "$STATE/sandboxes" 2>/dev/null)" ]
+}
+
+@test "cleanup: SIGKILL of agentbox run ends the sandbox; nothing of it remains" {
+	# Not under timeout(1): the SIGKILL must hit agentbox itself.
+	"$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" -- sh -c \
+		"echo up >/workspace/up; sleep 100 # $MARK" </dev/null >/dev/null 2>&1 &
+	local pid=$!
+	BG_PIDS+=("$pid")
+	wait_for "$WS/up" up 600
+	[ -n "$(our_monitors)" ]
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(our_monitors)" ] && break
+		sleep 0.1
+	done
+	[ -z "$(our_monitors)" ]
+	[ -z "$(marker_pids)" ]
+}
