@@ -39,7 +39,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-asan integration deps format format-check clang-build
+.PHONY: all check demo bench install clean unit unit-asan integration conformance deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
@@ -105,6 +105,11 @@ unit-asan:
 integration: all $(HELPER_BIN)
 	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) bats --print-output-on-failure tests/integration
 
+# The conformance and attack suites once more per backend (gVisor, Docker
+# when a test dockerd starts, native over protocol v2).
+conformance: all $(HELPER_BIN)
+	tests/conformance-all $(BUILD)
+
 # gcc and clang must both build the tree without a warning.
 clang-build:
 	$(MAKE) BUILD=$(BUILD)/clang CC=clang-14 all
@@ -116,6 +121,7 @@ check: deps
 	$(MAKE) unit
 	$(MAKE) unit-asan
 	$(MAKE) integration
+	$(MAKE) conformance
 
 demo:
 	scripts/install-deps build

@@ -445,7 +445,7 @@ static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 		snprintf (m->report.error, sizeof m->report.error, "cleanup: %s", err.msg);
 	if (service)
 		ab_monitor_remove_socket (m->spec);
-	else
+	if (m->mon_fd >= 0)
 		send (m->mon_fd, &m->report, sizeof m->report, MSG_NOSIGNAL);
 	_exit (0);
 }
@@ -510,10 +510,13 @@ await_service_start (const struct ab_spec_s *spec, struct ab_sandbox_s *sb, ab_e
 	n = recv (mon, &monitor, sizeof monitor, 0);
 	if (n == (ssize_t)sizeof monitor)
 		n = recv (mon, &r, sizeof r, 0);
-	/* Tied: the monitor watches this end until this process exits. */
-	if (!spec->service_tied)
+	/* Tied: the monitor watches this end, and reports on it at the end
+	 * (native_destroy reads it, as in one-shot mode). */
+	if (!spec->service_tied) {
 		close (mon);
-	sb->priv = (void *)(intptr_t)-1;
+		mon = -1;
+	}
+	sb->priv = (void *)(intptr_t)mon;
 	sb->monitor_pid = monitor;
 	if (n != (ssize_t)sizeof r)
 		return ab_error (err, 0, AB_E_SYSTEM,
@@ -599,6 +602,8 @@ native_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_
 	}
 	if (sb->agent_fd >= 0)
 		close (sb->agent_fd);
+	else if (service_destroy (sb, err) < 0) /* tied service mode */
+		return -1;
 	sb->agent_fd = -1;
 	do
 		n = recv (mon, &r, sizeof r, 0);

@@ -1,35 +1,16 @@
 #!/usr/bin/env bats
 # One behaviour for every backend: the same tests run against the backend
 # named by AB_BACKEND (default native; `make conformance` runs them once per
-# backend that works here, see tests/integration/conformance-run).  They go
+# backend, see tests/conformance-all).  They go
 # through `agentbox run` (protocol v1 on native, protocol v2 elsewhere;
 # CONFORMANCE_V2=1 forces protocol v2 on native too) and through a daemon
-# for files, path escapes and destroy.
+# for files, path escapes and destroy.  For docker, tests/conformance-all
+# starts the test dockerd and sets DOCKER_HOST.
 
 load daemon-common.bash
 
-setup_file() {
-	if [ "${AB_BACKEND:-native}" = docker ]; then
-		load dockerd.bash
-		start_dockerd || skip "docker: $DOCKERD_WHY"
-	fi
-}
-
-teardown_file() {
-	if [ "${AB_BACKEND:-native}" = docker ]; then
-		load dockerd.bash
-		stop_dockerd
-	fi
-}
-
 setup() {
 	ab_setup
-	[ "${CONFORMANCE_V2:-0}" = 1 ] && export AGENTBOX_RUN_SERVICE=1
-	if [ "${AB_BACKEND:-native}" = docker ]; then
-		load dockerd.bash
-		dockerd_env || skip "docker: no test daemon ($DOCKERD_WHY)"
-	fi
-	true
 }
 
 teardown() {

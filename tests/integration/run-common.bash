@@ -37,6 +37,10 @@ ab_setup() {
 	WS="$BATS_TEST_TMPDIR/ws"
 	mkdir -p "$WS"
 	cp "$PROBE" "$WS/probe"
+	# CONFORMANCE_V2=1: `agentbox run` over protocol v2 even on native.
+	if [ "${CONFORMANCE_V2:-0}" = 1 ]; then
+		export AGENTBOX_RUN_SERVICE=1
+	fi
 }
 
 # True when MARK is this suite's unique marker and nothing else: an empty
