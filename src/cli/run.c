@@ -226,6 +226,8 @@ run_in_service_sandbox (const struct ab_backend_ops_s *backend, struct ab_spec_s
 	spec->service_socket = sock;
 	spec->service_tied = true;
 	r = backend->create (spec, NULL, &sb, err);
+	if (r < 0)
+		ab_error_wrap (err, "%s backend", backend->name);
 	if (r == 0) {
 		r = ab_run_remote (sock, spec, want_tty (spec), out, err);
 		if (backend->destroy (&sb, ex, &derr) < 0 && r == 0) {

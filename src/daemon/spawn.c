@@ -180,8 +180,9 @@ create_from_stdin (struct ab_sandbox_s *sb, ab_error_t *err)
 		r = ab_error (err, 0, AB_E_INTERNAL, "no service socket in the spec");
 	if (r == 0 && !(backend = ab_backend_select (spec.backend, err)))
 		r = -1;
-	if (r == 0)
-		r = backend->create (&spec, NULL, sb, err);
+	if (r == 0 && (r = backend->create (&spec, NULL, sb, err)) < 0
+	    && !(backend->features & AB_BACKEND_ONESHOT))
+		ab_error_wrap (err, "%s backend", backend->name);
 	ab_spec_free (&spec);
 	return r;
 }
