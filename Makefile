@@ -2,7 +2,8 @@
 #   make            build/agentbox and build/agentbox-agent
 #   make check      install what is missing, build, run every test
 #   make demo       install what is missing, build, run the demonstration
-#   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec)
+#   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
+#                   every backend against its raw tool (bench/backends)
 #   make install    copy the binaries to $(PREFIX)/bin
 
 CC      ?= gcc
@@ -82,8 +83,8 @@ $(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libagentbox.a
 	@echo "  TEST    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) -lcmocka $(HOST_LIBS)
 
-# Helpers built on the host library (agentctl drives the agent client).
-$(BUILD)/tests/agentctl: tests/helpers/agentctl.c $(BUILD)/libagentbox.a
+# Helpers built on the host library (agentctl and egressctl drive the agent client).
+$(BUILD)/tests/agentctl $(BUILD)/tests/egressctl: $(BUILD)/tests/%: tests/helpers/%.c $(BUILD)/libagentbox.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $(filter %.c %.a,$^) $(HOST_LIBS)
 
@@ -92,7 +93,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 deps:
-	scripts/install-deps build test
+	scripts/install-deps build test microvm
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -103,7 +104,8 @@ unit-asan:
 		LDFLAGS="-fsanitize=address,undefined" unit
 
 integration: all $(HELPER_BIN)
-	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) bats --print-output-on-failure tests/integration
+	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) AGENTBOX_BACKEND=native \
+		bats --print-output-on-failure tests/integration
 
 # The conformance and attack suites once more per backend (gVisor, Docker
 # when a test dockerd starts, native over protocol v2).
@@ -138,6 +140,7 @@ bench:
 	bench/exec $(BUILD)/agentbox
 	bench/egress $(BUILD)/agentbox
 	bench/credential $(BUILD)/agentbox
+	bench/backends $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

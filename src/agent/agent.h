@@ -45,5 +45,7 @@ void ab_agent_release_stdio (void);
 void ab_agent_loopback_up (void);
 /* listen.c: bind and listen on a unix socket path (gVisor, Docker). */
 int ab_agent_listen_path (const char *path);
+/* pids-limit.c: gVisor's in-sandbox pids cgroup for everything after us. */
+int ab_agent_pids_limit (const char *arg);
 
 #endif

@@ -1,11 +1,13 @@
 /* Confined paths for the file service.  A client path names a file root
  * (the workspace or a read-write mount, from CONFIG) and a path beneath it;
  * every lookup is one openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
- * from the root's fd, opened once at CONFIG, before any command ran.  The
- * kernel then refuses `..` above the root, absolute symlinks and symlinks
- * that climb out, and /proc magic links, atomically: a symlink swapped in
- * while a call runs cannot redirect it (the runc CVE-2021-30465 class of
- * check-then-use races).  Operations then act on the resulting fd or on
+ * from the root's fd, opened once at CONFIG, before any command ran (or,
+ * where the kernel has no openat2 (gVisor), the same rules walked one
+ * component at a time: base/openat2-walk.c).  The kernel then refuses
+ * `..` above the root, absolute symlinks and symlinks that climb out, and
+ * /proc magic links, atomically: a symlink swapped in while a call runs
+ * cannot redirect it (the runc CVE-2021-30465 class of check-then-use
+ * races).  Operations then act on the resulting fd or on
  * (parent fd, last component) without resolving again. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/service.h"
+#include "base/openat2-walk.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
 
@@ -61,17 +65,49 @@ ab_fs_error (ab_error_t *err, int errnum, const char *what, const char *path)
 	return ab_error (err, errnum, AB_E_SYSTEM, "%s %s", what, path);
 }
 
+/* Root with CAP_SETUID cannot fail to switch; if it ever did, the file
+ * service would act with the wrong ids: end the sandbox instead. */
+static void __attribute__ ((noreturn)) fsid_failure (void)
+{
+	fprintf (stderr, "agentbox-agent: cannot switch to the file user: %s\n", strerror (errno));
+	_exit (125);
+}
+
+/* gVisor (runsc 2022-12) has no setfsuid/setfsgid: they fail with ENOSYS
+ * and would leave file operations running as root. */
+static bool
+have_fsids (void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = syscall (SYS_setfsuid, (uid_t)-1) != -1 || errno != ENOSYS;
+	return have;
+}
+
 void
 ab_fs_as_user (bool on)
 {
 	/* Group first while still privileged; back to root in reverse. */
-	if (on) {
-		setfsgid (ab_config.file_gid);
-		setfsuid (ab_config.file_uid);
-	} else {
-		setfsuid (0);
-		setfsgid (0);
+	if (have_fsids ()) {
+		if (on) {
+			setfsgid (ab_config.file_gid);
+			setfsuid (ab_config.file_uid);
+		} else {
+			setfsuid (0);
+			setfsgid (0);
+		}
+		return;
 	}
+	/* Without fsids, the effective ids: the real and saved uid stay 0, so
+	 * the way back is open; leaving euid 0 clears the effective
+	 * capabilities and returning restores them from the permitted set
+	 * (capabilities(7), "Effect of user ID changes on capabilities"): a
+	 * superset of what a fsuid switch drops.  kill(2) and ptrace look at
+	 * the real and saved ids too, so the agent is no more exposed. */
+	if (on ? setegid (ab_config.file_gid) < 0 || seteuid (ab_config.file_uid) < 0
+	       : seteuid (0) < 0 || setegid (0) < 0)
+		fsid_failure ();
 }
 
 /* Split into components, dropping empty ones and "."; NULL with an error
@@ -199,7 +235,7 @@ ab_fs_open (int root_fd, const char *rel, int flags, const char *shown, ab_error
 
 	/* EAGAIN: a concurrent rename raced the lookup; the kernel asks to retry. */
 	for (int i = 0; i < OPENAT2_RETRIES; i++) {
-		fd = ab_sys_openat2 (root_fd, rel, (uint64_t)(flags | O_CLOEXEC), resolve);
+		fd = ab_openat2_or_walk (root_fd, rel, (uint64_t)(flags | O_CLOEXEC), 0, resolve);
 		if (fd >= 0 || errno != EAGAIN)
 			break;
 	}

@@ -52,7 +52,8 @@ int
 ab_agent_listen_path (const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	mode_t umask_was;
+	int fd, r = -1;
 
 	if (strlen (path) >= sizeof sun.sun_path || path[0] != '/') {
 		fprintf (stderr, "agentbox-agent: bad socket path %s\n", path);
@@ -61,8 +62,13 @@ ab_agent_listen_path (const char *path)
 	strcpy (sun.sun_path, path);
 	unlink (path);
 	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind (fd, (struct sockaddr *)&sun, sizeof sun) < 0 || chmod (path, 0600) < 0
-	    || listen (fd, 128) < 0) {
+	/* 0600 from the start through the umask (no window where it is wider);
+	 * a chmod after bind fails with EPERM on gVisor's host-backed sockets. */
+	umask_was = umask (0177);
+	if (fd >= 0)
+		r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
+	umask (umask_was);
+	if (r < 0 || listen (fd, 128) < 0) {
 		fprintf (stderr, "agentbox-agent: listen on %s: %s\n", path, strerror (errno));
 		return -1;
 	}

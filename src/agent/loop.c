@@ -21,9 +21,13 @@ static size_t n_graveyard, cap_graveyard;
 static void (*after_batch[MAX_AFTER]) (void);
 static size_t n_after;
 
+/* Idempotent: the microVM's multiplexer registers its fds before
+ * ab_service_run initialises the loop again. */
 int
 ab_loop_init (ab_error_t *err)
 {
+	if (epfd >= 0)
+		return 0;
 	epfd = epoll_create1 (EPOLL_CLOEXEC);
 	if (epfd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "epoll_create1");

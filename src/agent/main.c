@@ -26,6 +26,7 @@
 
 #include "agent/agent.h"
 #include "agent/service.h"
+#include "agent/vm.h"
 
 void
 ab_agent_loopback_up (void)
@@ -73,14 +74,23 @@ main (int argc, char **argv)
 	}
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (argc == 3 && strcmp (argv[1], "--listen") == 0) {
-		int fd = ab_agent_listen_path (argv[2]);
+	/* The microVM guest's /init (vm-init.c); the kernel passes what
+	 * follows "--" on its command line. */
+	if (argc == 2 && strcmp (argv[1], "--vm") == 0)
+		ab_vm_init_run ();
+	if ((argc == 3 || (argc == 5 && strcmp (argv[3], "--pids-max") == 0))
+	    && strcmp (argv[1], "--listen") == 0) {
+		int fd;
+		/* gVisor: the process limit its runtime cannot apply (pids-limit.c). */
+		if (argc == 5 && ab_agent_pids_limit (argv[4]) < 0)
+			return 125;
+		fd = ab_agent_listen_path (argv[2]);
 		if (fd < 0)
 			return 125;
 		ab_service_run (fd);
 	}
 	if (argc > 1) {
-		fprintf (stderr, "usage: agentbox-agent [--listen PATH]\n");
+		fprintf (stderr, "usage: agentbox-agent [--listen PATH [--pids-max N] | --vm]\n");
 		return 125;
 	}
 	if (is_listening (AB_AGENT_LISTEN_FD))

@@ -1,9 +1,11 @@
-/* The port relay: PORT_OPEN connects to 127.0.0.1:PORT inside the sandbox
- * and relays bytes both ways on a channel.  The connect is non-blocking
- * (a listener inside with a full backlog must not stall PID 1); the answer
- * waits for it.  Socket to host: read only as credit allows.  Host to
- * socket: at most one window is held, granted back as it is written.  EOF
- * either way is a half-close; the channel ends when both directions have. */
+/* The port relay: a socket inside the sandbox <-> a channel.  PORT_OPEN
+ * connects to 127.0.0.1:PORT inside the sandbox; the connect is
+ * non-blocking (a listener inside with a full backlog must not stall PID 1)
+ * and the answer waits for it.  EGRESS_OPEN adopts a connection the egress
+ * listener accepted (egress.c, backends without fd passing).  Socket to
+ * host: read only as credit allows.  Host to socket: at most one window is
+ * held, granted back as it is written.  EOF either way is a half-close;
+ * the channel ends when both directions have. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -15,6 +17,13 @@
 
 #include "agent/service.h"
 #include "base/xalloc.h"
+
+/* Socket to host: read only with at least this much credit (or none
+ * left to wait for), so a window that comes back in odd pieces is not
+ * answered with a stream of tiny frames (RFC 1122 4.2.3.4, the sender side
+ * of silly window avoidance).  A host holds back less than a window minus
+ * this (docs/protocol-v2.md), so the credit always gets there. */
+#define PORT_MIN_CREDIT (16U * 1024)
 
 struct port_s {
 	int fd;
@@ -28,6 +37,13 @@ struct port_s {
 };
 
 static void port_update (struct port_s *p);
+
+static bool
+port_readable (const struct port_s *p)
+{
+	return p->connected && !p->rd_eof && p->ch->credit >= PORT_MIN_CREDIT
+	       && ab_channel_writable (p->ch);
+}
 
 static void
 port_end (struct port_s *p, const ab_error_t *e)
@@ -49,7 +65,7 @@ port_pump (struct ab_channel_s *ch)
 	struct port_s *p = ch->ctx;
 	ab_error_t err = AB_ERROR_INIT;
 
-	while (p->connected && !p->rd_eof && ab_channel_writable (ch)) {
+	while (port_readable (p)) {
 		size_t want = ch->credit < sizeof buf ? (size_t)ch->credit : sizeof buf;
 		ssize_t n = recv (p->fd, buf, want, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
@@ -110,7 +126,7 @@ port_update (struct port_s *p)
 	if (!p->connected)
 		ev = EPOLLOUT;
 	else {
-		if (!p->rd_eof && ab_channel_writable (p->ch))
+		if (port_readable (p))
 			ev |= EPOLLIN;
 		if (p->q_len)
 			ev |= EPOLLOUT;
@@ -196,7 +212,8 @@ port_destroy (struct ab_channel_s *ch)
 	struct port_s *p = ch->ctx;
 
 	ab_loop_del (&p->w);
-	close (p->fd);
+	if (p->fd >= 0)
+		close (p->fd);
 	free (p->q);
 	ab_loop_defer_free (p); /* an event of this batch may still name p->w */
 }
@@ -208,38 +225,74 @@ static const struct ab_channel_ops_s port_ops = {
 	.destroy = port_destroy,
 };
 
+/* The relay state and its channel for fd (not yet watched); NULL with
+ * err when the channel cannot be opened (fd is left to the caller). */
+static struct port_s *
+port_new (struct ab_session_s *s, uint32_t channel, int fd, uint16_t port, ab_error_t *err)
+{
+	struct port_s *p = xcalloc (1, sizeof *p);
+
+	p->fd = fd;
+	p->port = port;
+	p->w.fd = -1;
+	if (!(p->ch = ab_channel_open (s, channel, &port_ops, p, err))) {
+		free (p);
+		return NULL;
+	}
+	return p;
+}
+
 void
 ab_req_port_open (struct ab_session_s *s, struct ab_msg_s *m)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 		                   .sin_port = htons ((uint16_t)m->port),
 		                   .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-	struct port_s *p = xcalloc (1, sizeof *p);
 	ab_error_t err = AB_ERROR_INIT;
+	struct port_s *p;
+	int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
-	p->req_id = m->req_id;
-	p->port = (uint16_t)m->port;
-	p->w.fd = -1;
-	p->fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (p->fd < 0) {
+	if (fd < 0) {
 		ab_error (&err, errno, AB_E_SYSTEM, "socket");
-	} else if (!(p->ch = ab_channel_open (s, m->channel, &port_ops, p, &err))) {
-		close (p->fd);
-	} else if (connect (p->fd, (struct sockaddr *)&sin, sizeof sin) < 0
-	           && errno != EINPROGRESS) {
+		ab_session_fail (s, m->req_id, &err);
+		return;
+	}
+	if (!(p = port_new (s, m->channel, fd, (uint16_t)m->port, &err))) {
+		close (fd);
+		ab_session_fail (s, m->req_id, &err);
+		return;
+	}
+	p->req_id = m->req_id;
+	if (connect (fd, (struct sockaddr *)&sin, sizeof sin) < 0 && errno != EINPROGRESS)
 		ab_error (&err, errno, errno == ECONNREFUSED ? AB_E_NOT_FOUND : AB_E_SYSTEM,
 		          "connect to 127.0.0.1:%u", p->port);
-		ab_session_fail (s, m->req_id, &err);
-		ab_channel_finish (p->ch, NULL);
-		return;
-	} else if (ab_loop_add (&p->w, p->fd, EPOLLOUT, on_port, p) < 0) {
+	else if (ab_loop_add (&p->w, fd, EPOLLOUT, on_port, p) < 0)
 		ab_error (&err, errno, AB_E_SYSTEM, "epoll");
-		ab_session_fail (s, m->req_id, &err);
-		ab_channel_finish (p->ch, NULL);
-		return;
-	} else {
+	else
 		return; /* answered when the connect completes */
-	}
 	ab_session_fail (s, m->req_id, &err);
-	free (p);
+	ab_channel_finish (p->ch, NULL);
+}
+
+int
+ab_port_adopt (struct ab_session_s *s, uint32_t req_id, uint32_t channel, int fd, uint16_t port,
+               ab_error_t *err)
+{
+	struct ab_msg_s ok;
+	struct port_s *p = port_new (s, channel, fd, port, err);
+
+	if (!p)
+		return -1;
+	if (ab_loop_add (&p->w, fd, 0, on_port, p) < 0) {
+		ab_error (err, errno, AB_E_SYSTEM, "epoll");
+		p->fd = -1; /* still the caller's */
+		ab_channel_finish (p->ch, NULL);
+		return -1;
+	}
+	p->connected = true;
+	ab_msg_init (&ok, AB_MSG_OK);
+	ab_msg_set (&ok, port, AB_TAG_PORT, port);
+	ab_session_ok (s, req_id, &ok); /* before any DATA of the channel */
+	port_update (p);
+	return 0;
 }

@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/service.h"
 #include "base/fd.h"
+#include "base/openat2-walk.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
 
@@ -67,9 +68,9 @@ open_roots (char **roots, size_t n, int *fds, ab_error_t *err)
 		if (roots[i][0] != '/') {
 			ab_error (err, 0, AB_E_INVALID, "file root %s is not absolute", roots[i]);
 		} else {
-			fds[i] = ab_sys_openat2 (AT_FDCWD, roots[i],
-			                         O_PATH | O_DIRECTORY | O_CLOEXEC,
-			                         RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+			fds[i] = ab_openat2_or_walk (AT_FDCWD, roots[i],
+			                             O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+			                             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 			if (fds[i] < 0)
 				ab_error (err, errno,
 				          errno == ENOENT ? AB_E_NOT_FOUND : AB_E_INVALID,

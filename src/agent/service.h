@@ -190,6 +190,12 @@ void ab_req_file_remove (struct ab_session_s *s, struct ab_msg_s *m);
 void ab_req_file_rename (struct ab_session_s *s, struct ab_msg_s *m);
 
 void ab_req_port_open (struct ab_session_s *s, struct ab_msg_s *m);
+void ab_req_egress_open (struct ab_session_s *s, struct ab_msg_s *m);
+/* port.c: relay fd (a connection egress.c accepted) on a new channel of s
+ * and answer req_id OK {PORT}; on failure nothing is sent and fd stays the
+ * caller's. */
+int ab_port_adopt (struct ab_session_s *s, uint32_t req_id, uint32_t channel, int fd, uint16_t port,
+                   ab_error_t *err);
 
 /* ---- proc.c / proc-io.c ------------------------------------------------- */
 

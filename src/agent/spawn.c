@@ -4,6 +4,7 @@
  * apart without guessing from exit codes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,8 +152,9 @@ run_child (const struct ab_exec_msg_s *req, int master, const int *stdio, int re
 		child_fail (report_fd, STAGE_NNP);
 	if (ab_confine_landlock (req->rw_paths, req->n_rw_paths, &abi) < 0)
 		child_fail (report_fd, STAGE_LANDLOCK);
-	/* Nothing but 0, 1, 2 crosses execve; report_fd is already O_CLOEXEC. */
-	if (ab_sys_close_range (3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	/* Nothing but 0, 1, 2 crosses execve; report_fd is already O_CLOEXEC.
+	 * INT_MAX, not ~0U: gVisor refuses a last fd above INT32_MAX (EINVAL). */
+	if (ab_sys_close_range (3, INT_MAX, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail (report_fd, STAGE_SETUP);
 	environ = req->env; /* execvpe searches the command's PATH, not ours */
 	if (ab_confine_seccomp () < 0)

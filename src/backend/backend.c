@@ -11,14 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/docker.h"
+#include "backend/gvisor.h"
+#include "backend/microvm.h"
 #include "backend/native.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
 
 static const struct ab_backend_ops_s *const all_backends[] = {
-	&ab_backend_native,
-	NULL,
+	&ab_backend_microvm, &ab_backend_gvisor, &ab_backend_native, &ab_backend_docker, NULL,
 };
 
 const struct ab_backend_ops_s *const *
@@ -136,10 +138,10 @@ ab_backend_select (const char *name, ab_error_t *err)
 		if (!b) {
 			char names[128] = "auto";
 			for (size_t i = 0; all_backends[i]; i++)
-				snprintf (names + strlen (names), sizeof names - strlen (names), ", %s",
-				          all_backends[i]->name);
-			ab_error (err, 0, AB_E_INVALID, "unknown backend '%s' (available: %s)", name,
-			          names);
+				snprintf (names + strlen (names), sizeof names - strlen (names),
+				          ", %s", all_backends[i]->name);
+			ab_error (err, 0, AB_E_INVALID, "unknown backend '%s' (available: %s)",
+			          name, names);
 		}
 		return b; /* an explicit choice is tried as is: its failure is the error */
 	}

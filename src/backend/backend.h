@@ -24,6 +24,7 @@ struct ab_sandbox_s {
 	char id[33];
 	int agent_fd;      /* connected stream to agentbox-agent */
 	pid_t monitor_pid; /* host process that owns the sandbox's lifetime */
+	int monitor_fd;    /* caller's end of a tied monitor's link (monitor.h), else -1 */
 	void *priv;        /* backend state */
 };
 
@@ -35,12 +36,13 @@ struct ab_sandbox_exit_s {
 
 /* What a backend supports (ab_backend_ops_s.features). */
 enum {
-	AB_BACKEND_ONESHOT = 1u << 0,    /* protocol v1 one-shot with stdio fds (else service only) */
-	AB_BACKEND_FD_PASSING = 1u << 1, /* the agent can hand host fds over its door (SCM_RIGHTS) */
-	AB_BACKEND_LIMITS = 1u << 2,     /* memory, pids and cpu limits are enforced */
-	AB_BACKEND_NET_PROXY = 1u << 3,  /* --network proxy (egress through the host's proxy) */
-	AB_BACKEND_PAUSE = 1u << 4,      /* a running sandbox can be frozen and thawed */
-	AB_BACKEND_SNAPSHOT = 1u << 5,   /* a sandbox can be checkpointed and restored */
+	AB_BACKEND_ONESHOT = 1u << 0, /* protocol v1 one-shot with stdio fds (else service only) */
+	AB_BACKEND_FD_PASSING = 1u
+	                        << 1,   /* the agent can hand host fds over its door (SCM_RIGHTS) */
+	AB_BACKEND_LIMITS = 1u << 2,    /* memory, pids and cpu limits are enforced */
+	AB_BACKEND_NET_PROXY = 1u << 3, /* --network proxy (egress through the host's proxy) */
+	AB_BACKEND_PAUSE = 1u << 4,     /* a running sandbox can be frozen and thawed */
+	AB_BACKEND_SNAPSHOT = 1u << 5,  /* a sandbox can be checkpointed and restored */
 };
 
 enum ab_sandbox_state {
@@ -50,7 +52,7 @@ enum ab_sandbox_state {
 
 struct ab_backend_ops_s {
 	const char *name;
-	int strength; /* higher = stronger wall; auto picks the strongest that works */
+	int strength;      /* higher = stronger wall; auto picks the strongest that works */
 	unsigned features; /* AB_BACKEND_* */
 	/* Guarantees, for `agentbox doctor`: what the wall is made of. */
 	const char *wall;

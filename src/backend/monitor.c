@@ -1,8 +1,11 @@
 /* The detached monitor shared by the backends that drive an outside tool
  * (see monitor.h).  Its protocol with the caller, on a SOCK_SEQPACKET pair:
  * the intermediate child sends the monitor's pid, then the monitor sends
- * one report (empty = ready, else why it failed).  With spec->service_tied
- * the caller keeps its end open; EOF on it then tears the sandbox down. */
+ * one report: "+" = ready, "-" and why it failed.  (A monitor that dies
+ * first gives EOF, which must not read as ready.)  With spec->service_tied
+ * the caller keeps its end open; EOF on it then tears the sandbox down,
+ * and the monitor's last message on it, before it stops the sandbox, is
+ * the exit report (struct exit_report_s) when the backend has a stats op. */
 #include "backend/monitor.h"
 
 #include <errno.h>
@@ -29,6 +32,15 @@
 #include "base/sys.h"
 
 #define REPORT_MAX 512
+#define EXIT_TAG   '='
+
+/* The exit report; both ends are the same binary (a fork), so a struct. */
+struct exit_report_s {
+	char tag; /* EXIT_TAG */
+	uint8_t oom_killed;
+	uint64_t peak_memory;
+	uint64_t cpu_ms;
+};
 
 void
 ab_backend_make_id (char id[33])
@@ -74,7 +86,8 @@ ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error
 		/* Back off from 2 ms to 50 ms: fast when the agent is quick,
 		 * cheap while a VM boots. */
 		if (poll (&p, watch_fd >= 0 ? 1 : 0, delay) > 0)
-			return ab_error (err, 0, AB_E_SYSTEM, "the sandbox ended before its agent listened");
+			return ab_error (err, 0, AB_E_SYSTEM,
+			                 "the sandbox ended before its agent listened");
 		delay = delay < 50 ? delay * 2 : 50;
 	}
 	return 0;
@@ -89,7 +102,8 @@ ab_monitor_remove_socket (const struct ab_spec_s *spec)
 	unlink (spec->service_socket);
 	/* A tied caller's private directory (agentbox run): the caller may
 	 * have been killed before it could remove it.  rmdir only if empty. */
-	if (spec->service_tied && snprintf (dir, sizeof dir, "%s", spec->service_socket) < (int)sizeof dir
+	if (spec->service_tied
+	    && snprintf (dir, sizeof dir, "%s", spec->service_socket) < (int)sizeof dir
 	    && (slash = strrchr (dir, '/')) && slash != dir) {
 		*slash = '\0';
 		rmdir (dir);
@@ -118,11 +132,28 @@ supervise (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, voi
 		               { .fd = caller_fd, .events = POLLIN } };
 
 	if (ops->serve) {
-		ops->serve (ctx, spec, watch_fd, term_fd);
+		ops->serve (ctx, spec, watch_fd, term_fd, caller_fd);
 		return;
 	}
 	while (poll (p, 3, -1) < 0 && errno == EINTR)
 		;
+}
+
+/* Before stop: what the sandbox left behind (its cgroup) is still there. */
+static void
+send_exit_report (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, void *ctx,
+                  int report_fd)
+{
+	struct ab_sandbox_exit_s ex = { 0 };
+	struct exit_report_s r;
+
+	ops->stats (ctx, spec, &ex);
+	memset (&r, 0, sizeof r); /* no stray bytes in the padding */
+	r.tag = EXIT_TAG;
+	r.oom_killed = ex.oom_killed;
+	r.peak_memory = ex.peak_memory;
+	r.cpu_ms = ex.cpu_ms;
+	send (report_fd, &r, sizeof r, MSG_NOSIGNAL);
 }
 
 static void __attribute__ ((noreturn))
@@ -141,15 +172,20 @@ run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monit
 	if (watch_fd < 0) {
 		ops->stop (ctx, spec, id);
 		ab_monitor_remove_socket (spec);
-		send (report_fd, err.msg, strlen (err.msg) ? strlen (err.msg) : 1, MSG_NOSIGNAL);
+		char msg[REPORT_MAX];
+		int n = snprintf (msg, sizeof msg, "-%s", err.msg[0] ? err.msg : "start failed");
+		send (report_fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1,
+		      MSG_NOSIGNAL);
 		_exit (1);
 	}
-	send (report_fd, "", 0, MSG_NOSIGNAL);
+	send (report_fd, "+", 1, MSG_NOSIGNAL);
 	if (!spec->service_tied) {
 		close (report_fd);
 		report_fd = -1;
 	}
 	supervise (spec, ops, ctx, watch_fd, term_fd, report_fd);
+	if (report_fd >= 0 && ops->stats)
+		send_exit_report (spec, ops, ctx, report_fd);
 	ops->stop (ctx, spec, id);
 	ab_monitor_remove_socket (spec);
 	_exit (0);
@@ -171,23 +207,25 @@ await_report (int fd, pid_t *monitor_pid, ab_error_t *err)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sandbox monitor");
-	if (n > 0) {
-		msg[n] = '\0';
-		return ab_error (err, 0, AB_E_SYSTEM, "%s", msg);
-	}
+	if (n == 0)
+		return ab_error (err, 0, AB_E_SYSTEM, "the sandbox monitor ended before reporting");
+	msg[n] = '\0';
+	if (msg[0] != '+')
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", msg + 1);
 	return 0;
 }
 
 int
-ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
-                  const struct ab_monitor_ops_s *ops, void *ctx, pid_t *monitor_pid,
-                  ab_error_t *err)
+ab_monitor_spawn (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
+                  void *ctx, struct ab_sandbox_s *sb, ab_error_t *err)
 {
 	int sv[2], r;
 	pid_t pid;
 
+	sb->monitor_fd = -1;
 	if (!spec->service_socket)
-		return ab_error (err, 0, AB_E_INVALID, "this backend runs sandboxes in service mode only");
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "this backend runs sandboxes in service mode only");
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
 	pid = fork ();
@@ -208,10 +246,13 @@ ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
 	close (sv[1]);
 	while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	r = await_report (sv[0], monitor_pid, err);
-	/* Tied: the monitor watches this end; it must not leak into children. */
-	if (r == 0 && spec->service_tied)
-		return 0; /* sv[0] stays open, close-on-exec, until the caller exits */
+	r = await_report (sv[0], &sb->monitor_pid, err);
+	/* Tied: the monitor watches this end (close-on-exec: no child of the
+	 * caller may hold it) until destroy or the caller's exit. */
+	if (r == 0 && spec->service_tied) {
+		sb->monitor_fd = sv[0];
+		return 0;
+	}
 	close (sv[0]);
 	return r;
 }
@@ -223,7 +264,8 @@ ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err)
 	struct pollfd p;
 
 	if (pidfd < 0)
-		return errno == ESRCH ? 0 : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
+		return errno == ESRCH ? 0
+		                      : ab_error (err, errno, AB_E_SYSTEM, "pidfd_open monitor");
 	if (syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
 		return ab_error (err, errno, AB_E_SYSTEM, "signal sandbox monitor");
 	p.fd = pidfd;
@@ -231,6 +273,43 @@ ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err)
 	if (poll (&p, 1, timeout_ms) != 1)
 		return ab_error (err, ETIMEDOUT, AB_E_SYSTEM, "sandbox monitor did not end");
 	return 0;
+}
+
+/* The monitor has ended: whatever it sent is queued.  Exactly one report
+ * of the right size and tag counts; anything else is ignored. */
+static void
+read_exit_report (int fd, struct ab_sandbox_exit_s *ex)
+{
+	struct exit_report_s r;
+	ssize_t n;
+
+	for (;;) {
+		n = recv (fd, &r, sizeof r, MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		if (n == (ssize_t)sizeof r && r.tag == EXIT_TAG)
+			break;
+	}
+	ex->oom_killed = r.oom_killed != 0;
+	ex->peak_memory = r.peak_memory;
+	ex->cpu_ms = r.cpu_ms;
+}
+
+int
+ab_monitor_destroy (struct ab_sandbox_s *sb, int timeout_ms, struct ab_sandbox_exit_s *ex,
+                    ab_error_t *err)
+{
+	int r = ab_monitor_terminate (sb->monitor_pid, timeout_ms, err);
+
+	if (sb->monitor_fd >= 0) {
+		if (r == 0)
+			read_exit_report (sb->monitor_fd, ex);
+		close (sb->monitor_fd); /* a monitor that did not end: this ends it */
+		sb->monitor_fd = -1;
+	}
+	return r;
 }
 
 enum ab_sandbox_state

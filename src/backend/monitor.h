@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "backend/backend.h"
 #include "base/error.h"
 #include "spec/spec.h"
 
@@ -31,16 +32,35 @@ struct ab_monitor_ops_s {
 	void (*stop) (void *ctx, const struct ab_spec_s *spec, const char *id);
 	/* Optional, in the monitor, when the watched fd fires or after stop:
 	 * more work for an event loop of the backend's own (a relay).  NULL
-	 * for backends whose agent is reached directly. */
-	int (*serve) (void *ctx, const struct ab_spec_s *spec, int watch_fd, int term_fd);
+	 * for backends whose agent is reached directly.  It returns on
+	 * watch_fd, term_fd or (service_tied; else -1) any event on caller_fd. */
+	int (*serve) (void *ctx, const struct ab_spec_s *spec, int watch_fd, int term_fd,
+	              int caller_fd);
+	/* Optional, in the monitor, once the sandbox ended or was told to
+	 * stop and before stop(): what the host saw of it (OOM kill, peak
+	 * memory, CPU time), read while the backend still can (e.g. from a
+	 * cgroup that stop() removes).  Called only when someone hears the
+	 * answer: with spec->service_tied it goes to the caller as the
+	 * monitor's last message (ab_monitor_destroy). */
+	void (*stats) (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex);
 };
 
 /* Start a sandbox under a detached monitor; returns when the agent accepts
- * connections at spec->service_socket (0, *monitor_pid set) or the start
- * failed (-1, err says why: the monitor's own message). */
+ * connections at spec->service_socket (0, sb->monitor_pid set) or the start
+ * failed (-1, err says why: the monitor's own message).  With
+ * spec->service_tied, sb->monitor_fd is the caller's end of the monitor
+ * link (close-on-exec): closing it (even by dying) tears the sandbox down,
+ * and ab_monitor_destroy reads the last report from it; else it is -1. */
 int ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
-                      const struct ab_monitor_ops_s *ops, void *ctx, pid_t *monitor_pid,
+                      const struct ab_monitor_ops_s *ops, void *ctx, struct ab_sandbox_s *sb,
                       ab_error_t *err);
+
+/* Destroy: ab_monitor_terminate, then (sb->monitor_fd >= 0) read the
+ * monitor's exit report into *ex and close the link.  *ex is left as it
+ * was when there is no report (no stats op, not tied, or the monitor
+ * died first): callers zero it, or fill it themselves first. */
+int ab_monitor_destroy (struct ab_sandbox_s *sb, int timeout_ms, struct ab_sandbox_exit_s *ex,
+                        ab_error_t *err);
 
 /* Unlink spec->service_socket and, when tied, its directory if empty. */
 void ab_monitor_remove_socket (const struct ab_spec_s *spec);

@@ -542,6 +542,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	in.agent_path = agent_path;
 	memset (sb, 0, sizeof *sb);
 	sb->backend = &ab_backend_native;
+	sb->monitor_fd = -1; /* its own monitor link is in sb->priv */
 	ab_backend_make_id (sb->id);
 	for (int i = 0; i < 3; i++)
 		in.stdio[i] = stdio ? stdio[i] : -1;

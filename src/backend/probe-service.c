@@ -52,7 +52,8 @@ run_true (const struct ab_spec_s *spec, ab_error_t *err)
 		if (ev.kind != AB_AGENT_EV_EXIT)
 			continue;
 		if (!WIFEXITED (ev.exit.wait_status) || WEXITSTATUS (ev.exit.wait_status) != 0)
-			r = ab_error (err, 0, AB_E_SYSTEM, "`true` failed (wait status %d, exec errno %d)",
+			r = ab_error (err, 0, AB_E_SYSTEM,
+			              "`true` failed (wait status %d, exec errno %d)",
 			              ev.exit.wait_status, ev.exit.exec_errno);
 		break;
 	}

@@ -137,7 +137,7 @@ ab_client_fail (struct ab_client_s *c, ab_error_t *err)
 
 	if (ab_http_io_body_all (&c->io, 1 << 20, &body, &len, &rerr) < 0)
 		return ab_error (err, 0, AB_E_SYSTEM, "agentbox daemon answered %d", c->status);
-	j = json_loadb (body, len, 0, NULL);
+	j = json_loadb (body, len, JSON_ALLOW_NUL, NULL);
 	json_unpack (j, "{s:{s?s, s?s}}", "error", "code", &code, "message", &msg);
 	ab_error (err, 0, kind_of (code, c->status), "%s", msg ? msg : body);
 	json_decref (j);
@@ -168,7 +168,7 @@ ab_client_call (const char *host, const char *method, const char *path, json_t *
 	if (c.status >= 400)
 		ab_client_fail (&c, err);
 	else if (ab_http_io_body_all (&c.io, MAX_RESPONSE_JSON, &resp, &len, err) == 0) {
-		j = len ? json_loadb (resp, len, 0, &je) : json_object ();
+		j = len ? json_loadb (resp, len, JSON_ALLOW_NUL, &je) : json_object ();
 		if (!j)
 			ab_error (err, 0, AB_E_SYSTEM, "agentbox daemon sent malformed JSON: %s",
 			          je.text);

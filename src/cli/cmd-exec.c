@@ -171,7 +171,7 @@ stream_events (struct ab_client_s *c, ab_error_t *err)
 		char *nl;
 		ssize_t n;
 		while (code == -1 && (nl = memchr (line, '\n', len))) {
-			json_t *ev = json_loadb (line, (size_t)(nl - line), 0, NULL);
+			json_t *ev = json_loadb (line, (size_t)(nl - line), JSON_ALLOW_NUL, NULL);
 			code = ev ? handle_event (ev, err)
 			          : (ab_error (err, 0, AB_E_SYSTEM, "malformed event"), -2);
 			json_decref (ev);
@@ -303,7 +303,7 @@ ws_message (struct ab_client_s *c, ab_error_t *err)
 	if (m.opcode == AB_WS_BINARY && m.len >= 1)
 		ab_write_all (m.data[0] == AB_WS_STDERR ? 2 : 1, m.data + 1, m.len - 1);
 	else if (m.opcode == AB_WS_TEXT) {
-		json_t *ev = json_loadb ((char *)m.data, m.len, 0, NULL);
+		json_t *ev = json_loadb ((char *)m.data, m.len, JSON_ALLOW_NUL, NULL);
 		code = ev ? handle_event (ev, err) : -1;
 		json_decref (ev);
 	} else if (m.opcode == AB_WS_CLOSE)

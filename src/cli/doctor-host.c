@@ -96,7 +96,7 @@ ab_doctor_check_kvm (struct ab_doctor_check_s *c)
 	c->ok = version == KVM_EXPECTED_API;
 	snprintf (c->detail, sizeof c->detail,
 	          "%s answers KVM_GET_API_VERSION = %d%s; a usable /dev/kvm does not prove a guest "
-	          "boots, and agentbox has no microVM backend yet",
+	          "boots: the microvm backend's probe below does",
 	          KVM_PATH, version, c->ok ? "" : " (expected 12)");
 	if (!c->ok)
 		snprintf (c->fix, sizeof c->fix, "this kernel's KVM speaks an unknown API version");
@@ -247,7 +247,9 @@ ab_doctor_check_runsc (struct ab_doctor_check_s *c)
 	json_object_set_new (c->facts, "version", json_string (out));
 	c->ok = true;
 	snprintf (c->detail, sizeof c->detail,
-	          "%s: %s (present and runs; agentbox has no gVisor backend yet)", path, out);
+	          "%s: %s (present and runs; the gvisor backend's probe below says whether "
+	          "a sandbox starts)",
+	          path, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -371,7 +373,6 @@ ab_doctor_check_docker (struct ab_doctor_check_s *c)
 		return;
 	}
 	json_object_set_new (c->facts, "api_version", api[0] ? json_string (api) : json_null ());
-	snprintf (c->detail, sizeof c->detail,
-	          "%s answered /_ping with OK%s%s (agentbox has no Docker backend yet)", sock,
+	snprintf (c->detail, sizeof c->detail, "%s answered /_ping with OK%s%s", sock,
 	          api[0] ? ", API " : "", api);
 }

@@ -45,15 +45,15 @@ parse_args (int argc, char **argv, const char **only, ab_error_t *err)
 		else if (strcmp (argv[i], "--backend") == 0 && i + 1 < argc) {
 			*only = argv[++i];
 			if (!ab_backend_find (*only))
-				return ab_error (err, 0, AB_E_INVALID, "doctor: unknown backend '%s'",
-				                 *only);
+				return ab_error (err, 0, AB_E_INVALID,
+				                 "doctor: unknown backend '%s'", *only);
 		} else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
 			return 2;
 		else
-			return ab_error (
-			        err, 0, AB_E_INVALID,
-			        "doctor: unknown %s '%s' (usage: agentbox doctor [--json] [--backend NAME])",
-			        argv[i][0] == '-' ? "option" : "argument", argv[i]);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "doctor: unknown %s '%s' (usage: agentbox doctor [--json] "
+			                 "[--backend NAME])",
+			                 argv[i][0] == '-' ? "option" : "argument", argv[i]);
 	}
 	return json;
 }
@@ -187,12 +187,13 @@ print_json (const struct report_s *rep)
 		        json_pack ("{s:s, s:i, s:b, s:f, s:s, s:s, s:o}", "name", b->ops->name,
 		                   "strength", b->ops->strength, "works", b->probe.works,
 		                   "duration_ms", (double)b->probe.duration_us / 1000.0, "reason",
-		                   b->probe.reason, "wall", b->ops->wall ? b->ops->wall : "", "features",
-		                   feats));
+		                   b->probe.reason, "wall", b->ops->wall ? b->ops->wall : "",
+		                   "features", feats));
 	}
 	root = json_pack ("{s:s, s:i, s:o, s:o, s:o}", "kernel", rep->kernel, "euid",
 	                  (int)geteuid (), "capabilities", caps, "backends", backends, "auto",
-	                  rep->pick && !rep->partial ? json_string (rep->pick->name) : json_null ());
+	                  rep->pick && !rep->partial ? json_string (rep->pick->name)
+	                                             : json_null ());
 	json_dumpf (root, stdout, JSON_INDENT (2));
 	putchar ('\n');
 	json_decref (root);

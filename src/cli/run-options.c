@@ -32,6 +32,7 @@ enum {
 	OPT_NETWORK,
 	OPT_HOSTNAME,
 	OPT_BACKEND,
+	OPT_MICROVM_ACCEL,
 	OPT_JSON_RESULT,
 	OPT_NO_TTY,
 	OPT_ALLOW_HOST,
@@ -70,6 +71,7 @@ static const struct option run_options[] = {
 	{ "user", required_argument, NULL, 'u' },
 	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "microvm-accel", required_argument, NULL, OPT_MICROVM_ACCEL },
 	{ "json-result", required_argument, NULL, OPT_JSON_RESULT },
 	{ "tty", no_argument, NULL, 't' },
 	{ "no-tty", no_argument, NULL, OPT_NO_TTY },
@@ -85,7 +87,8 @@ static const char run_usage[] =
         "  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
         "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
         "  --timeout DURATION  --kill-grace DURATION (5s)\n"
-        "  --network none|proxy  --hostname NAME  --backend auto|native\n"
+        "  --network none|proxy  --hostname NAME  --backend auto|microvm|native|...\n"
+        "  --microvm-accel auto|kvm|tcg       microvm: kvm (auto) or QEMU's emulator (tcg)\n"
         "  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
         "                        --policy FILE  --audit-log FILE|-\n"
         "  --credential NAME=FILE             an upstream for the credential proxy at\n"
@@ -294,6 +297,7 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case 'u': return parse_user (spec, arg, err);
 	case OPT_HOSTNAME: return set_string (&spec->hostname, arg);
 	case OPT_BACKEND: return set_string (&spec->backend, arg);
+	case OPT_MICROVM_ACCEL: return set_string (&spec->microvm_accel, arg);
 	case OPT_JSON_RESULT: return set_string (&spec->json_result, arg);
 	case 't': spec->tty = AB_TTY_ON; return 0;
 	case OPT_NO_TTY: spec->tty = AB_TTY_OFF; return 0;

@@ -22,6 +22,7 @@
 #include "cli/run-credentials.h"
 #include "session/cred-relay.h"
 #include "session/egress-relay.h"
+#include "session/forward.h"
 #include "session/run-remote.h"
 #include "session/run-session.h"
 
@@ -202,35 +203,77 @@ make_socket_dir (ab_error_t *err)
 	return dir;
 }
 
+/* The egress and credential proxies behind the agent's listeners of a
+ * service-mode sandbox (threads: after create, which forked the monitor).
+ * Takes the credential configuration's reference. */
+static ab_forward_t *
+start_forwarding (const struct ab_backend_ops_s *backend, const struct ab_spec_s *spec,
+                  const char *id, struct ab_cred_config_s *creds, struct services_s *s,
+                  ab_error_t *err)
+{
+	bool fd_passing = ab_forward_use_fd_passing (backend->features & AB_BACKEND_FD_PASSING);
+
+	if (creds && !(s->cred = ab_cred_relay_start (creds, err)))
+		return NULL;
+	if (spec->network == AB_NETWORK_PROXY
+	    && !(s->egress = ab_egress_relay_start (&spec->egress, id, err)))
+		return NULL;
+	return ab_forward_start (spec->service_socket, s->egress, s->cred, fd_passing, err);
+}
+
+/* The host's OOM killer ended the whole sandbox (gVisor's sentry is one
+ * host process in the memory cgroup), so no EXIT came: the command died
+ * with it by SIGKILL, as native reports an OOM-killed command. */
+static int
+oom_killed_outcome (struct ab_run_outcome_s *out, ab_error_t *err)
+{
+	out->wait_status = SIGKILL; /* WIFSIGNALED, WTERMSIG == SIGKILL */
+	out->timed_out = false;
+	out->exec_errno = 0;
+	ab_error_clear (err);
+	return 0;
+}
+
 /* A backend without protocol v1 (gVisor, microVM, Docker): the sandbox in
  * service mode, tied to this process, one process through protocol v2. */
 static int
 run_in_service_sandbox (const struct ab_backend_ops_s *backend, struct ab_spec_s *spec,
-                        struct ab_run_outcome_s *out, struct ab_sandbox_exit_s *ex,
-                        ab_error_t *err)
+                        struct ab_cred_config_s *creds, struct ab_run_outcome_s *out,
+                        struct ab_sandbox_exit_s *ex, ab_error_t *err)
 {
 	cleanup_free char *dir = make_socket_dir (err);
 	cleanup_free char *sock = NULL;
 	ab_error_t derr = AB_ERROR_INIT;
+	struct services_s services = { 0 };
+	ab_forward_t *forward = NULL;
 	struct ab_sandbox_s sb;
-	int r;
+	bool lost = false; /* the sandbox went away under the command */
+	int r, destroyed;
 
-	if (!dir)
+	if (!dir) {
+		ab_cred_config_unref (creds);
 		return -1;
-	if (spec->network == AB_NETWORK_PROXY && !(backend->features & AB_BACKEND_NET_PROXY)) {
-		rmdir (dir);
-		return ab_error (err, 0, AB_E_INVALID, "--network proxy is not available on the %s backend",
-		                 backend->name);
 	}
 	sock = xasprintf ("%s/agent.sock", dir);
 	spec->service_socket = sock;
 	spec->service_tied = true;
 	r = backend->create (spec, NULL, &sb, err);
-	if (r < 0)
+	if (r < 0) {
 		ab_error_wrap (err, "%s backend", backend->name);
-	if (r == 0) {
-		r = ab_run_remote (sock, spec, want_tty (spec), out, err);
-		if (backend->destroy (&sb, ex, &derr) < 0 && r == 0) {
+		ab_cred_config_unref (creds);
+	} else {
+		if ((creds || spec->network == AB_NETWORK_PROXY)
+		    && !(forward = start_forwarding (backend, spec, sb.id, creds, &services, err)))
+			r = -1;
+		if (r == 0 && (r = ab_run_remote (sock, spec, want_tty (spec), out, err)) < 0)
+			lost = true;
+		ab_forward_stop (forward);
+		ab_egress_relay_stop (services.egress);
+		ab_cred_relay_stop (services.cred);
+		destroyed = backend->destroy (&sb, ex, &derr);
+		if (lost && ex->oom_killed)
+			r = oom_killed_outcome (out, err);
+		if (destroyed < 0 && r == 0) {
 			*err = derr;
 			r = -1;
 		}
@@ -273,12 +316,7 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	 * (the tests use it to cover that path on native). */
 	if (backend
 	    && (!(backend->features & AB_BACKEND_ONESHOT) || getenv ("AGENTBOX_RUN_SERVICE"))) {
-		if (creds) {
-			ab_cred_config_unref (creds);
-			return ab_error (err, 0, AB_E_INVALID,
-			                 "--credential is not available on the %s backend", backend->name);
-		}
-		if (run_in_service_sandbox (backend, spec, &out, &ex, err) < 0)
+		if (run_in_service_sandbox (backend, spec, creds, &out, &ex, err) < 0)
 			return -1;
 		return finish_run (spec, &out, &ex, t0, err);
 	}

@@ -61,10 +61,7 @@ struct ab_box_s {
 	/* forwarded ports (egress.c): network "proxy" and credentials */
 	struct ab_egress_relay_s *egress_relay;
 	struct ab_cred_relay_s *cred_relay;
-	struct ab_agent_conn_s *egress_conn;
-	pthread_t egress_thread;
-	volatile bool egress_stop;
-	bool egress_running;
+	struct ab_forward_s *forward; /* session/forward.h */
 };
 
 /* --- credentials.c --- */

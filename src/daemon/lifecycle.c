@@ -495,7 +495,8 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 	c = ab_agent_connect (b->agent_sock, &err);
 	if (c)
 		ab_agent_set_timeout (c, ADOPT_PING_MS);
-	if (!c || ab_agent_ping (c, &err) < 0 || ab_session_configure_agent (c, &b->spec, &err) < 0) {
+	if (!c || ab_agent_ping (c, &err) < 0
+	    || ab_session_configure_agent (c, &b->spec, &err) < 0) {
 		ab_agent_close (c);
 		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
 		ab_box_mark_dead (d, b, why);

@@ -100,6 +100,8 @@ static const struct field_s fields[AB_TAG_MAX_] = {
 	[AB_TAG_CONFIGURED] = BOOL (configured),
 	[AB_TAG_STARTED_MS] = U64 (started_ms),
 	[AB_TAG_MORE] = BOOL (more),
+	[AB_TAG_CONN] = U32 (conn),
+	[AB_TAG_EGRESS_STREAM] = BOOL (egress_stream),
 };
 
 #define B(t) (UINT64_C (1) << AB_TAG_##t)
@@ -113,7 +115,7 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_HELLO, B (VERSION), B (FEATURES) | B (LANDLOCK_ABI) | B (CONFIGURED) },
 	{ AB_MSG_OK, B (REQ_ID),
 	  B (PID) | B (SIZE) | B (MODE) | B (FTYPE) | B (MTIME_MS) | B (ENTRY) | B (PROC) | B (MORE)
-	          | B (LANDLOCK_ABI) | B (BYTES) },
+	          | B (LANDLOCK_ABI) | B (BYTES) | B (PORT) },
 	{ AB_MSG_FAIL, B (REQ_ID) | B (CODE), B (ERRNO) | B (MESSAGE) },
 	{ AB_MSG_CONFIG, B (REQ_ID), B (ROOT) | B (RW_PATH) | B (NOFILE) | B (UID) | B (GID) },
 	{ AB_MSG_WINDOW, B (BYTES), 0 },
@@ -136,7 +138,9 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_FILE_REMOVE, B (REQ_ID) | B (PATH), B (RECURSIVE) },
 	{ AB_MSG_FILE_RENAME, B (REQ_ID) | B (PATH) | B (TO), 0 },
 	{ AB_MSG_PORT_OPEN, B (REQ_ID) | B (PORT) | B (CHANNEL), 0 },
-	{ AB_MSG_EGRESS_LISTEN, B (REQ_ID) | B (PORT), 0 },
+	{ AB_MSG_EGRESS_LISTEN, B (REQ_ID) | B (PORT), B (EGRESS_STREAM) | B (TIMEOUT_MS) },
+	{ AB_MSG_EGRESS_READY, B (PORT) | B (CONN), 0 },
+	{ AB_MSG_EGRESS_OPEN, B (REQ_ID) | B (CONN) | B (CHANNEL), 0 },
 	{ AB_MSG_EGRESS_CONN, 0, 0 },
 	{ AB_MSG_SHUTDOWN, B (REQ_ID), B (GRACE_MS) },
 	{ AB_MSG_PING, B (REQ_ID), 0 },
@@ -245,7 +249,7 @@ take_u32 (const struct field_s *f, struct ab_msg_s *m, const struct ab_tlv_s *t,
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: value %u out of range", t->tag,
 		                 v);
 	if ((t->tag == AB_TAG_CHANNEL || t->tag == AB_TAG_PORT || t->tag == AB_TAG_SIGNAL
-	     || t->tag == AB_TAG_PID)
+	     || t->tag == AB_TAG_PID || t->tag == AB_TAG_CONN)
 	    && v == 0)
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: must not be 0", t->tag);
 	*(uint32_t *)at (m, f->off) = v;

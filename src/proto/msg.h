@@ -32,6 +32,8 @@ struct ab_msg_s {
 	uint32_t version, features, req_id, code, errnum, channel, pid, signal, uid, gid;
 	uint32_t rows, cols, mode, ftype, bytes, wait_status, exec_errno, landlock_abi, port;
 	bool tty, stdin_open, recursive, running, timed_out, configured, more;
+	uint32_t conn;      /* TAG_CONN */
+	bool egress_stream; /* TAG_EGRESS_STREAM */
 	uint64_t timeout_ms, grace_ms, nofile, size, started_ms;
 	int64_t mtime_ms;
 

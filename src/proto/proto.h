@@ -64,7 +64,10 @@ enum ab_msg_type {
 	AB_MSG_FILE_REMOVE = 45,
 	AB_MSG_FILE_RENAME = 46,
 	AB_MSG_PORT_OPEN = 50,
-	AB_MSG_EGRESS_OPEN = 51, /* reserved: egress as DATA where fds cannot pass */
+	AB_MSG_EGRESS_OPEN = 51,  /* host -> agent: claim an announced egress connection
+	                             (TAG_CONN, TAG_CHANNEL); then DATA as for PORT_OPEN */
+	AB_MSG_EGRESS_READY = 52, /* agent -> host, channel 0: a connection waits to be
+	                             claimed (TAG_PORT, TAG_CONN); backends without fd passing */
 	AB_MSG_SHUTDOWN = 60,
 	AB_MSG_PING = 61,
 };
@@ -105,17 +108,19 @@ enum ab_msg_tag {
 	AB_TAG_FTYPE = 40,    /* u32 ab_wire_ftype */
 	AB_TAG_MTIME_MS = 41, /* u64 (two's complement of an int64) */
 	AB_TAG_NAME = 42,
-	AB_TAG_ENTRY = 43,      /* nested TLV: NAME FTYPE SIZE MODE MTIME_MS */
-	AB_TAG_PROC = 44,       /* nested TLV: PID ARG... RUNNING TTY WAIT_STATUS ... */
-	AB_TAG_RUNNING = 45,    /* u32 0/1 */
-	AB_TAG_RECURSIVE = 46,  /* u32 0/1 */
-	AB_TAG_BYTES = 47,      /* u32 */
-	AB_TAG_ROOT = 48,       /* repeated: a file-service root */
-	AB_TAG_DATA = 49,       /* raw bytes */
-	AB_TAG_CONFIGURED = 50, /* u32 0/1 */
-	AB_TAG_STARTED_MS = 51, /* u64 Unix ms */
-	AB_TAG_MORE = 52,       /* u32 0/1: more OK frames follow for this REQ_ID */
-	AB_TAG_MAX_ = 53,
+	AB_TAG_ENTRY = 43,         /* nested TLV: NAME FTYPE SIZE MODE MTIME_MS */
+	AB_TAG_PROC = 44,          /* nested TLV: PID ARG... RUNNING TTY WAIT_STATUS ... */
+	AB_TAG_RUNNING = 45,       /* u32 0/1 */
+	AB_TAG_RECURSIVE = 46,     /* u32 0/1 */
+	AB_TAG_BYTES = 47,         /* u32 */
+	AB_TAG_ROOT = 48,          /* repeated: a file-service root */
+	AB_TAG_DATA = 49,          /* raw bytes */
+	AB_TAG_CONFIGURED = 50,    /* u32 0/1 */
+	AB_TAG_STARTED_MS = 51,    /* u64 Unix ms */
+	AB_TAG_MORE = 52,          /* u32 0/1: more OK frames follow for this REQ_ID */
+	AB_TAG_CONN = 53,          /* u32, non-zero: an egress connection waiting in the agent */
+	AB_TAG_EGRESS_STREAM = 54, /* u32 0/1: EGRESS_LISTEN without fd passing (EGRESS_READY) */
+	AB_TAG_MAX_ = 55,
 };
 
 /* Error kinds on the wire (TAG_CODE): fixed numbers, mapped to and from

@@ -8,6 +8,10 @@
 #include "session/agent-client.h"
 
 #define AB_AC_MAX_FDS 16
+/* EGRESS_READY announcements kept for the caller: the agent announces at
+ * most 64 per listener before it stops accepting, so more is a confused
+ * agent (the surplus is dropped and expires there). */
+#define AB_AC_MAX_READY 1024
 
 /* A received frame waiting for its reader (payload owned). */
 struct ab_ac_frame_s {
@@ -47,6 +51,8 @@ struct ab_agent_conn_s {
 	int egress[AB_AC_MAX_FDS];
 	uint16_t egress_port[AB_AC_MAX_FDS]; /* the listener each came in on (0: unsaid) */
 	size_t n_egress;
+	struct ab_ac_queue_s ready; /* EGRESS_READY frames not yet claimed */
+	size_t n_ready;
 	uint8_t *event; /* payload of the last event handed out */
 };
 

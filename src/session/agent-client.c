@@ -217,6 +217,10 @@ route (ab_agent_conn_t *c, struct ab_ac_frame_s *f)
 	} else if (f->type == AB_MSG_OK || f->type == AB_MSG_FAIL || f->type == AB_MSG_HELLO) {
 		queue_push (&c->replies, f);
 		return;
+	} else if (f->type == AB_MSG_EGRESS_READY && c->n_ready < AB_AC_MAX_READY) {
+		queue_push (&c->ready, f);
+		c->n_ready++;
+		return;
 	} else if (f->type == AB_MSG_EGRESS_CONN && c->n_fds > 0) {
 		int fd = c->fds[0];
 		memmove (c->fds, c->fds + 1, (--c->n_fds) * sizeof *c->fds);
@@ -566,6 +570,7 @@ ab_agent_close (ab_agent_conn_t *c)
 	while (c->chans)
 		ab_ac_chan_drop (c, c->chans);
 	queue_clear (&c->replies);
+	queue_clear (&c->ready);
 	for (size_t i = 0; i < c->n_fds; i++)
 		close (c->fds[i]);
 	for (size_t i = 0; i < c->n_egress; i++)

@@ -25,10 +25,11 @@
 typedef struct ab_agent_conn_s ab_agent_conn_t;
 
 /* Services an agent offers (HELLO FEATURES bits). */
-#define AB_AGENT_FEATURE_PROC      (1U << 0)
-#define AB_AGENT_FEATURE_FILE      (1U << 1)
-#define AB_AGENT_FEATURE_PORT      (1U << 2)
-#define AB_AGENT_FEATURE_EGRESS_FD (1U << 3)
+#define AB_AGENT_FEATURE_PROC          (1U << 0)
+#define AB_AGENT_FEATURE_FILE          (1U << 1)
+#define AB_AGENT_FEATURE_PORT          (1U << 2)
+#define AB_AGENT_FEATURE_EGRESS_FD     (1U << 3)
+#define AB_AGENT_FEATURE_EGRESS_STREAM (1U << 4) /* EGRESS_READY / EGRESS_OPEN */
 
 /* What the agent said in its HELLO. */
 struct ab_agent_info_s {
@@ -231,6 +232,29 @@ int ab_agent_egress_next (ab_agent_conn_t *c, int *fd, int timeout_ms, ab_error_
  * it has one listener). */
 int ab_agent_egress_next_port (ab_agent_conn_t *c, int *fd, uint16_t *port, int timeout_ms,
                                ab_error_t *err);
+
+/* --- egress without fd passing (gVisor, microVM: docs/protocol-v2.md) -----
+ * The agent announces each connection made to 127.0.0.1:port inside
+ * (EGRESS_READY) on the connection that asked last; the host claims it on a
+ * connection of its own, which then carries its bytes as a channel.  An
+ * announced connection not claimed within claim_timeout_ms (0 = the
+ * agent's default, 10 s; at most 600 s) is closed by the agent. */
+int ab_agent_egress_listen_stream (ab_agent_conn_t *c, uint16_t port, uint32_t claim_timeout_ms,
+                                   ab_error_t *err);
+/* The next announcement: 1 with *conn and *port, 0 on timeout (-1 =
+ * forever), -1 on error. */
+int ab_agent_egress_next_ready (ab_agent_conn_t *c, uint32_t *conn, uint16_t *port, int timeout_ms,
+                                ab_error_t *err);
+/* Claim conn on *c (a connection of its own, not the subscriber's) and
+ * relay it as ab_agent_port_open does: *c is consumed, the caller gets one
+ * end of a socketpair.  AB_E_NOT_FOUND when it was claimed or expired. */
+int ab_agent_egress_open (ab_agent_conn_t **c, uint32_t conn, ab_error_t *err);
+/* The same without waiting: returns the caller's end at once; connecting
+ * to the agent at socket_path, the claim and the relay run on a detached
+ * thread (a claim that fails closes the other end: the caller reads EOF),
+ * which calls done(ctx) (if not NULL) when it ends. */
+int ab_agent_egress_claim (const char *socket_path, uint32_t conn, void (*done) (void *ctx),
+                           void *ctx, ab_error_t *err);
 
 /* --- lifecycle ----------------------------------------------------------- */
 

@@ -154,6 +154,18 @@ key_hostname (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *e
 }
 
 static int
+key_microvm_accel (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
+{
+	if (get_string (v, k, false, &s->microvm_accel, err) < 0)
+		return -1;
+	if (strcmp (s->microvm_accel, "auto") != 0 && strcmp (s->microvm_accel, "kvm") != 0
+	    && strcmp (s->microvm_accel, "tcg") != 0)
+		return ab_error (err, 0, AB_E_INVALID, "'%s' must be \"auto\", \"kvm\" or \"tcg\"",
+		                 k);
+	return 0;
+}
+
+static int
 key_service_socket (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
 {
 	return get_string (v, k, true, &s->service_socket, err);
@@ -413,6 +425,7 @@ static const struct key_s keys[] = {
 	{ "hostname", key_hostname, false },
 	{ "network", key_network, false },
 	{ "egress", key_egress, false },
+	{ "microvm_accel", key_microvm_accel, false },
 	{ "argv", key_argv, true },
 	{ "service_socket", key_service_socket, true },
 };
@@ -529,6 +542,8 @@ ab_spec_to_json (const struct ab_spec_s *s, unsigned flags)
 		                                strv_json (s->egress.allow_cidrs), "policy_file",
 		                                str_or_null (s->egress.policy_file), "audit_log",
 		                                str_or_null (s->egress.audit_log)));
+	if (s->microvm_accel && strcmp (s->microvm_accel, "auto") != 0)
+		json_object_set_new (o, "microvm_accel", json_string (s->microvm_accel));
 	if (flags & AB_SPEC_JSON_INTERNAL) {
 		json_object_set_new (o, "argv", strv_json (s->argv));
 		json_object_set_new (o, "service_socket", str_or_null (s->service_socket));

@@ -6,12 +6,29 @@
 
 #include "base/xalloc.h"
 
+/* $AGENTBOX_BACKEND when set (a user's or a test suite's standing choice,
+ * as DOCKER_HOST is for docker), else "auto".  $AGENTBOX_MICROVM_ACCEL
+ * likewise sets --microvm-accel's default. */
+static const char *
+env_or (const char *name, const char *fallback)
+{
+	const char *env = getenv (name);
+	return env && env[0] ? env : fallback;
+}
+
+const char *
+ab_spec_default_backend (void)
+{
+	return env_or ("AGENTBOX_BACKEND", "auto");
+}
+
 void
 ab_spec_init (struct ab_spec_s *spec)
 {
 	memset (spec, 0, sizeof *spec);
-	spec->backend = xstrdup ("auto");
+	spec->backend = xstrdup (ab_spec_default_backend ());
 	spec->hostname = xstrdup (AB_DEFAULT_HOSTNAME);
+	spec->microvm_accel = xstrdup (env_or ("AGENTBOX_MICROVM_ACCEL", "auto"));
 	spec->workdir = xstrdup (AB_WORKSPACE_DIR);
 	spec->network = AB_NETWORK_NONE;
 	spec->tty = AB_TTY_AUTO;
@@ -49,6 +66,7 @@ ab_spec_free (struct ab_spec_s *spec)
 	free (spec->json_result);
 	free_strv (spec->credentials);
 	free (spec->service_socket);
+	free (spec->microvm_accel);
 	free_strv (spec->egress.allow_hosts);
 	free_strv (spec->egress.deny_hosts);
 	free_strv (spec->egress.allow_cidrs);
@@ -166,6 +184,11 @@ ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 		      || (*h >= '0' && *h <= '9') || *h == '-' || *h == '.'))
 			return ab_error (err, 0, AB_E_INVALID,
 			                 "hostname '%s' has invalid characters", spec->hostname);
+	if (strcmp (spec->microvm_accel, "auto") != 0 && strcmp (spec->microvm_accel, "kvm") != 0
+	    && strcmp (spec->microvm_accel, "tcg") != 0)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "microvm accelerator '%s' (auto, kvm or tcg)",
+		                 spec->microvm_accel);
 	return 0;
 }
 

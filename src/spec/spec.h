@@ -87,8 +87,13 @@ struct ab_spec_s {
 	 * without protocol v1): the sandbox also ends when the caller does.
 	 * Not part of the JSON form. */
 	bool service_tied;
+	/* microvm backend: "auto" (kvm; never an implicit emulator), "kvm"
+	 * or "tcg" (QEMU's emulator: slow, and not a wall QEMU supports as a
+	 * security boundary; only when asked for). */
+	char *microvm_accel;
 };
 
+const char *ab_spec_default_backend (void);
 void ab_spec_init (struct ab_spec_s *spec);
 void ab_spec_free (struct ab_spec_s *spec);
 /* Set KEY=VALUE in spec->env, replacing an existing KEY. */

@@ -98,14 +98,17 @@ our_monitors() {
 }
 
 @test "inner layers: no capabilities, no_new_privs, a seccomp filter; unshare and mount fail" {
-	run abrun -- sh -c 'grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status
+	# no_new_privs through prctl(PR_GET_NO_NEW_PRIVS): gVisor's
+	# /proc/PID/status has no NoNewPrivs line.
+	run abrun -- sh -c 'grep -E "^(CapEff|CapPrm|CapBnd|Seccomp):" /proc/self/status
+		python3 -c "import ctypes; print(\"NoNewPrivs:\", ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))"
 		unshare -U true 2>/dev/null && echo UNSHARED
 		mkdir -p /tmp/m && mount -t tmpfs x /tmp/m 2>/dev/null && echo MOUNTED; echo end'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"CapEff:	0000000000000000"* ]]
 	[[ "$output" == *"CapPrm:	0000000000000000"* ]]
-	[[ "$output" == *"NoNewPrivs:	1"* ]]
+	[[ "$output" == *"NoNewPrivs: 1"* ]]
 	[[ "$output" == *"Seccomp:	2"* ]]
 	[[ "$output" != *UNSHARED* ]]
 	[[ "$output" != *MOUNTED* ]]
@@ -192,6 +195,8 @@ os.killpg(0, 9)'
 	[ "$(cat "$WS/in.txt")" = "in $MARK" ]
 	run ab exec "$id" -- sh -c 'tr a-z A-Z </workspace/in.txt >/workspace/out.txt; ln -s /etc /workspace/etc-link'
 	[ "$status" -eq 0 ]
+	# Output is bytes, NULs included.
+	[ "$(ab exec "$id" -- head -c 5 /dev/zero | od -An -tx1 | tr -d ' ')" = 0000000000 ]
 	run ab cp "$id:/workspace/out.txt" "$BATS_TEST_TMPDIR/out.txt"
 	[ "$status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/out.txt")" = "IN ${MARK^^}" ]

@@ -70,10 +70,12 @@ ab_teardown() {
 	true
 }
 
-# AB_BACKEND (default: agentbox's own default, native) selects the backend
-# of every abrun: the conformance target runs the suites once per backend.
-AB_BACKEND_ARGS=()
-[ -n "${AB_BACKEND:-}" ] && AB_BACKEND_ARGS=(--backend "$AB_BACKEND")
+# AB_BACKEND (default native) is the backend of every sandbox these tests
+# make (`agentbox run` and the daemon's, through AGENTBOX_BACKEND): the
+# conformance target runs the suites once per backend.  Without it, auto
+# would pick the strongest backend that works here (gVisor when runsc works).
+export AGENTBOX_BACKEND="${AB_BACKEND:-native}"
+AB_BACKEND_ARGS=(--backend "$AGENTBOX_BACKEND")
 
 # agentbox run with this test's workspace and stdin from /dev/null (so the
 # outcome does not depend on whether bats itself runs on a terminal).

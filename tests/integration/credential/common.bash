@@ -15,6 +15,8 @@ bats_require_minimum_version 1.5.0
 CRED_HELPERS="$(cd "$BATS_TEST_DIRNAME/credential" && pwd)"
 ROOT_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 : "${AGENTBOX:=$ROOT_DIR/build/agentbox}"
+# The sandboxes these tests make are native ones unless AB_BACKEND says.
+export AGENTBOX_BACKEND="${AB_BACKEND:-native}"
 : "${CRED_NPM:=$ROOT_DIR/build/npm-credential}"
 
 # The secrets and the token: distinctive strings that a leak search can find.

@@ -1,0 +1,97 @@
+/* `--pids-max N` (gVisor): the sandbox's process limit, applied by the
+ * agent inside.  runsc (2022-12) writes linux.resources.pids only to the
+ * host cgroup of its sentry, where the sentry's own threads and stub
+ * processes count rather than the sandbox's processes, and going over it
+ * crashes the whole sandbox.  gVisor's own cgroupfs has a pids controller
+ * that counts the sandbox's tasks and makes fork fail with EAGAIN at the
+ * limit, as Linux does: the agent mounts it, makes a group with pids.max
+ * and enters it; every command it forks inherits the group.
+ *
+ * The mount must stay (gVisor drops the limit with the last unmount), so
+ * it sits below a directory no command can traverse: mode 0000, owned by
+ * nobody, while the control files are root's 0644.  A command running as
+ * uid 0 has no capabilities, so only the owner bits apply to it, and it
+ * owns neither.  Then the agent gives up CAP_SYS_ADMIN, needed only for
+ * the mount. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define CG_GUARD       "/dev/.agentbox-pids"
+#define CG_DIR         CG_GUARD "/cg"
+#define CG_GROUP       CG_DIR "/sandbox"
+#define CG_GUARD_OWNER 65534 /* nobody */
+
+static int
+write_file (const char *path, const char *value)
+{
+	int fd = open (path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write (fd, value, strlen (value));
+	close (fd);
+	return n == (ssize_t)strlen (value) ? 0 : -1;
+}
+
+static int
+drop_sys_admin (void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (prctl (PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) < 0
+	    || syscall (SYS_capget, &hdr, data) < 0)
+		return -1;
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	return (int)syscall (SYS_capset, &hdr, data);
+}
+
+static int
+enter_group (uint64_t max)
+{
+	char value[32];
+
+	if (mount ("none", CG_DIR, "cgroup", MS_NOSUID | MS_NODEV | MS_NOEXEC, "pids") < 0)
+		return -1;
+	snprintf (value, sizeof value, "%" PRIu64, max);
+	if (mkdir (CG_GROUP, 0700) < 0 || write_file (CG_GROUP "/pids.max", value) < 0)
+		return -1;
+	snprintf (value, sizeof value, "%d", (int)getpid ());
+	return write_file (CG_GROUP "/cgroup.procs", value);
+}
+
+int
+ab_agent_pids_limit (const char *arg)
+{
+	char *end;
+	unsigned long long max;
+
+	errno = 0;
+	max = strtoull (arg, &end, 10);
+	if (errno || end == arg || *end || max == 0 || max > 4194304) {
+		fprintf (stderr, "agentbox-agent: bad --pids-max %s\n", arg);
+		return -1;
+	}
+	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0
+	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
+	    || drop_sys_admin () < 0) {
+		fprintf (stderr, "agentbox-agent: pids limit: %s\n", strerror (errno));
+		return -1;
+	}
+	return 0;
+}

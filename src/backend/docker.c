@@ -1,0 +1,425 @@
+/* The Docker backend (docs/docker-backend.md).
+ *
+ *   caller ──► monitor (agentbox-mon) ──docker run -d──► container: PID 1 agentbox-agent
+ *                 │                                        --listen /.agentbox/agent.sock
+ *                 └── watches the agent's pidfd; SIGTERM: docker rm -f
+ *
+ * The container's /.agentbox is a host directory next to the service
+ * socket (<service_socket>.docker/door); the service socket is a symlink
+ * to the agent's socket in it, so every session connects straight to the
+ * agent (same kernel: SCM_RIGHTS crosses too).  The door directory belongs
+ * to AB_DOCKER_DOOR_UID with mode 0700: commands of the sandbox, root
+ * included, cannot enter it to swap the socket for their own; the agent
+ * (CAP_DAC_OVERRIDE, which its commands never have) can.
+ *
+ * The docker CLI rather than the Engine API: it honours DOCKER_HOST,
+ * contexts and TLS settings as the user configured them, negotiates the API
+ * version with the daemon, and streams `docker import`; its ~30 ms start
+ * per call is paid twice per sandbox (run, rm). */
+#include "backend/docker-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/host-mask.h"
+#include "backend/monitor.h"
+#include "backend/native-internal.h"
+#include "backend/sandbox-dir.h"
+#include "base/cleanup.h"
+#include "base/sys.h"
+#include "base/xalloc.h"
+
+#define RUN_TIMEOUT_MS    60000
+#define LISTEN_TIMEOUT_MS 30000
+#define RM_TIMEOUT_MS     30000
+#define TERMINATE_MS      (RM_TIMEOUT_MS + 5000)
+
+/* In the private directory <service_socket>.docker. */
+#define DOOR_NAME      "door"
+#define MASK_FILE_NAME "mask"
+#define MASK_DIR_NAME  "mask.d"
+
+extern char **environ;
+
+struct docker_ctx_s {
+	const char *client;
+	char *agent_path;
+	char *dir;      /* <service_socket>.docker */
+	char *door;     /* dir/door, bound at AB_DOCKER_DOOR */
+	char *mask;     /* dir/mask: mode 0000, bound over unreadable /etc files */
+	char *mask_dir; /* dir/mask.d: the same for directories */
+	char name[64];
+	bool ran;       /* docker run was tried: rm -f on stop */
+	pid_t wait_pid; /* `docker wait NAME` while the agent starts */
+};
+
+/* ---- the door -------------------------------------------------------- */
+
+static void
+remove_door (struct docker_ctx_s *c)
+{
+	cleanup_free char *sock = xasprintf ("%s/agent.sock", c->door);
+	unlink (sock);
+	unlink (c->mask);
+	rmdir (c->mask_dir);
+	rmdir (c->door);
+	rmdir (c->dir);
+}
+
+/* The door belongs to AB_DOCKER_DOOR_UID, mode 0700; the mask covers
+ * to root (container root, which without CAP_DAC_OVERRIDE cannot open
+ * them either, nor chmod them through their read-only binds). */
+static int
+prepare_door (struct docker_ctx_s *c, const char *service_socket, ab_error_t *err)
+{
+	cleanup_free char *target = xasprintf ("%s/agent.sock", c->door);
+	cleanup_close int dfd = -1;
+
+	if (ab_service_link_claim (service_socket, err) < 0)
+		return -1;
+	remove_door (c); /* a crashed monitor's leftovers */
+	dfd = ab_sandbox_dir_create (c->dir, err);
+	if (dfd < 0
+	    || ab_sandbox_dir_entry (dfd, DOOR_NAME, true, 0700, AB_DOCKER_DOOR_UID, err) < 0
+	    || ab_host_mask_covers (dfd, MASK_FILE_NAME, MASK_DIR_NAME, 0, err) < 0)
+		return -1;
+	if (symlink (target, service_socket) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "symlink %s", service_socket);
+	return 0;
+}
+
+/* ---- docker run ------------------------------------------------------- */
+
+static void
+free_run (struct ab_docker_run_s *r)
+{
+	ab_cleanup_strvp (&r->trees);
+	ab_cleanup_strvp (&r->mask_files);
+	ab_cleanup_strvp (&r->mask_dirs);
+	ab_cleanup_strvp (&r->submount_src);
+	ab_cleanup_strvp (&r->submount_dst);
+}
+
+/* The host-root layout's masks and submounts (nothing with --rootfs). */
+static int
+host_layout (const struct ab_spec_s *spec, struct ab_docker_run_s *r, ab_error_t *err)
+{
+	if (spec->rootfs)
+		return 0;
+	r->trees = ab_docker_existing_trees ();
+	if (ab_docker_scan_unreadable ("/etc", &r->mask_files, &r->mask_dirs, err) < 0)
+		return ab_error_wrap (err, "masking /etc");
+	return ab_docker_submounts (r->trees, &r->submount_src, &r->submount_dst, err);
+}
+
+/* Docker warns, and goes on, when the kernel cannot apply a limit; limits
+ * the user asked for must hold (swap accounting aside: memory is still
+ * limited). */
+static int
+check_warnings (const struct ab_spec_s *spec, const char *out, ab_error_t *err)
+{
+	for (const char *l = out; l && *l; l = strchr (l, '\n') ? strchr (l, '\n') + 1 : NULL) {
+		char line[256];
+		ab_docker_first_line (l, line, sizeof line);
+		if (strncmp (line, "WARNING", 7) == 0 && strstr (line, "does not support")
+		    && !strstr (line, "swap") && spec->limits.explicit_cgroup)
+			return ab_error (err, 0, AB_E_SYSTEM, "docker cannot apply the limits: %s",
+			                 line);
+	}
+	return 0;
+}
+
+/* docker run; 1 (nothing started) when the image is not there yet. */
+static int
+docker_run (struct docker_ctx_s *c, const struct ab_spec_s *spec, char **argv, ab_error_t *err)
+{
+	char out[4096], line[256];
+	int rc;
+
+	c->ran = true;
+	rc = ab_run_tool (argv, out, sizeof out, RUN_TIMEOUT_MS, err);
+	if (rc < 0)
+		return ab_error_wrap (err, "docker run");
+	if (rc != 0 && strstr (out, "No such image"))
+		return 1;
+	if (rc != 0) {
+		ab_docker_first_line (out, line, sizeof line);
+		return ab_error (err, 0, AB_E_SYSTEM, "docker run failed: %s", line);
+	}
+	return check_warnings (spec, out, err);
+}
+
+static int
+run_container (struct docker_ctx_s *c, const struct ab_spec_s *spec, ab_error_t *err)
+{
+	char image[128];
+	struct ab_docker_run_s r = {
+		.client = c->client,
+		.name = c->name,
+		.image = image,
+		.agent_path = c->agent_path,
+		.door_dir = c->door,
+		.mask_file = c->mask,
+		.mask_dir = c->mask_dir,
+	};
+	cleanup_strv char **argv = NULL;
+	int rc = ab_docker_image_tag (spec->rootfs, image, sizeof image, err);
+
+	if (rc == 0)
+		rc = host_layout (spec, &r, err);
+	if (rc == 0 && !(argv = ab_docker_run_argv (spec, &r, err)))
+		rc = -1;
+	free_run (&r);
+	if (rc == 0)
+		rc = docker_run (c, spec, argv, err);
+	if (rc == 1) {
+		/* First use of this image on this daemon. */
+		if (ab_docker_import_image (c->client, spec->rootfs, image, err) < 0)
+			return -1;
+		rc = docker_run (c, spec, argv, err);
+		if (rc == 1)
+			rc = ab_error (err, 0, AB_E_SYSTEM, "image %s vanished after its import",
+			               image);
+	}
+	return rc;
+}
+
+/* ---- watching the container ------------------------------------------- */
+
+static pid_t
+spawn_quiet (char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	pid_t pid;
+	int r;
+
+	posix_spawn_file_actions_init (&fa);
+	for (int fd = 0; fd < 3; fd++)
+		posix_spawn_file_actions_addopen (&fa, fd, "/dev/null", O_RDWR, 0);
+	sigemptyset (&none);
+	sigfillset (&def);
+	posix_spawnattr_init (&attr);
+	posix_spawnattr_setsigmask (&attr, &none);
+	posix_spawnattr_setsigdefault (&attr, &def);
+	posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = posix_spawnp (&pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy (&fa);
+	posix_spawnattr_destroy (&attr);
+	return r == 0 ? pid : -1;
+}
+
+static void
+end_wait_child (struct docker_ctx_s *c)
+{
+	if (c->wait_pid <= 0)
+		return;
+	kill (c->wait_pid, SIGKILL);
+	while (waitpid (c->wait_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	c->wait_pid = -1;
+}
+
+/* Is pid the PID 1 of a pid namespace of its own (the container's init)? */
+static bool
+is_namespace_init (pid_t pid)
+{
+	cleanup_free char *path = xasprintf ("/proc/%d/status", (int)pid);
+	cleanup_file FILE *f = fopen (path, "re");
+	char line[256];
+
+	while (f && fgets (line, sizeof line, f))
+		if (strncmp (line, "NSpid:", 6) == 0) {
+			const char *last = strrchr (line, '\t');
+			return last && last != strchr (line, '\t') && atoi (last + 1) == 1;
+		}
+	return false;
+}
+
+/* The agent's pid, from the peer credentials of a connection to it: the
+ * kernel reports it as seen from here (the host pid namespace); 0 where
+ * it cannot be seen from here. */
+static pid_t
+agent_pid (const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof cred;
+
+	if (fd < 0 || strlen (path) >= sizeof sun.sun_path)
+		return 0;
+	strcpy (sun.sun_path, path);
+	if (connect (fd, (struct sockaddr *)&sun, sizeof sun) < 0
+	    || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0
+	    || !is_namespace_init (cred.pid))
+		return 0;
+	return cred.pid;
+}
+
+/* Why the container ended before its agent listened: its state and log. */
+static void
+explain_early_end (struct docker_ctx_s *c, ab_error_t *err)
+{
+	char *inspect[] = {
+		(char *)c->client,
+		(char *)"inspect",
+		(char *)"--format",
+		(char *)"{{.State.Status}}, exit code {{.State.ExitCode}}"
+		        "{{if .State.OOMKilled}}, out of memory{{end}} {{.State.Error}}",
+		c->name,
+		NULL
+	};
+	char *logs[] = { (char *)c->client, (char *)"logs", (char *)"--tail",
+		         (char *)"3",       c->name,        NULL };
+	char state[512], log[512], l1[200], l2[200];
+	ab_error_t ignored = AB_ERROR_INIT;
+
+	ab_run_tool (inspect, state, sizeof state, RM_TIMEOUT_MS, &ignored);
+	ab_run_tool (logs, log, sizeof log, RM_TIMEOUT_MS, &ignored);
+	ab_docker_first_line (state, l1, sizeof l1);
+	ab_docker_first_line (log, l2, sizeof l2);
+	ab_error_wrap (err, "container %s: %s%s%s", c->name, l1, l2[0] ? "; " : "", l2);
+}
+
+static int
+docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
+{
+	struct docker_ctx_s *c = vctx;
+	char *wait_argv[] = { (char *)c->client, (char *)"wait", c->name, NULL };
+	cleanup_close int wait_fd = -1;
+	int agent;
+	pid_t pid;
+
+	(void)id;
+	if (prepare_door (c, spec->service_socket, err) < 0 || run_container (c, spec, err) < 0)
+		return -1;
+	/* Until the agent listens, `docker wait` tells an early end. */
+	c->wait_pid = spawn_quiet (wait_argv);
+	if (c->wait_pid > 0)
+		wait_fd = ab_sys_pidfd_open (c->wait_pid, 0);
+	if (ab_monitor_wait_socket (spec->service_socket, wait_fd, LISTEN_TIMEOUT_MS, err) < 0) {
+		explain_early_end (c, err);
+		return -1;
+	}
+	/* Then the agent itself: no docker process per sandbox left running.
+	 * (Where its pid is not visible from here, `docker wait` stays.) */
+	pid = agent_pid (spec->service_socket);
+	agent = pid > 0 ? ab_sys_pidfd_open (pid, 0) : -1;
+	if (agent < 0 && wait_fd >= 0)
+		return steal_fd (&wait_fd);
+	if (agent < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "watch the container's agent");
+	end_wait_child (c);
+	return agent;
+}
+
+static void
+docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id)
+{
+	struct docker_ctx_s *c = vctx;
+	char *rm[] = { (char *)c->client, (char *)"rm", (char *)"--force", c->name, NULL };
+	ab_error_t ignored = AB_ERROR_INIT;
+	cleanup_free char *target = xasprintf ("%s/agent.sock", c->door);
+
+	(void)id;
+	end_wait_child (c);
+	if (c->ran)
+		ab_run_tool (rm, NULL, 0, RM_TIMEOUT_MS, &ignored);
+	c->ran = false;
+	remove_door (c);
+	ab_service_link_remove (spec->service_socket, target);
+}
+
+static const struct ab_monitor_ops_s docker_monitor_ops = {
+	.start = docker_start,
+	.stop = docker_stop,
+};
+
+/* ---- the backend ----------------------------------------------------- */
+
+static int
+docker_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox_s *sb,
+               ab_error_t *err)
+{
+	struct docker_ctx_s c = { .client = ab_docker_client (), .wait_pid = -1 };
+	int r;
+
+	(void)stdio; /* service mode: no fd reaches the sandbox at creation */
+	memset (sb, 0, sizeof *sb);
+	sb->backend = &ab_backend_docker;
+	sb->agent_fd = -1;
+	sb->monitor_fd = -1;
+	ab_backend_make_id (sb->id);
+	if (!spec->service_socket)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "the docker backend runs sandboxes in service mode only");
+	if (geteuid () != 0)
+		return ab_error (
+		        err, EPERM, AB_E_DENIED,
+		        "the docker backend needs root (the agent's socket in the container "
+		        "is root's)");
+	c.agent_path = ab_native_agent_path (err);
+	if (!c.agent_path)
+		return -1;
+	c.dir = xasprintf ("%s.docker", spec->service_socket);
+	c.door = xasprintf ("%s/" DOOR_NAME, c.dir);
+	c.mask = xasprintf ("%s/" MASK_FILE_NAME, c.dir);
+	c.mask_dir = xasprintf ("%s/" MASK_DIR_NAME, c.dir);
+	snprintf (c.name, sizeof c.name, "agentbox-%s", sb->id);
+	r = ab_monitor_spawn (spec, sb->id, &docker_monitor_ops, &c, sb, err);
+	/* For destroy's report, when it runs in this process (agentbox run). */
+	if (r == 0)
+		sb->priv = (void *)(intptr_t)agent_pid (spec->service_socket);
+	free (c.agent_path);
+	free (c.dir);
+	free (c.door);
+	free (c.mask);
+	free (c.mask_dir);
+	return r;
+}
+
+static int
+docker_kill (struct ab_sandbox_s *sb, ab_error_t *err)
+{
+	return ab_monitor_terminate (sb->monitor_pid, TERMINATE_MS, err);
+}
+
+static int
+docker_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
+{
+	pid_t agent = (pid_t)(intptr_t)sb->priv;
+
+	memset (ex, 0, sizeof *ex);
+	/* Before `docker rm` removes the cgroups; the pid is still the
+	 * container's agent while it is PID 1 of a namespace. */
+	if (agent > 0 && is_namespace_init (agent))
+		ab_docker_cgroup_stats (agent, ex);
+	/* No stats op: the monitor sends no report and leaves *ex as read. */
+	return ab_monitor_destroy (sb, TERMINATE_MS, ex, err);
+}
+
+const struct ab_backend_ops_s ab_backend_docker = {
+	.name = "docker",
+	.strength = 10,
+	.features = AB_BACKEND_FD_PASSING | AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY,
+	.wall = "a Docker container (runc: namespaces, Docker's seccomp profile, cgroups, "
+	        "no network), all capabilities dropped but the agent's, no-new-privileges, "
+	        "and the agent's own seccomp and Landlock; container root is host root "
+	        "(no user namespace): unreadable /etc entries are masked",
+	.probe = ab_docker_probe,
+	.create = docker_create,
+	.kill = docker_kill,
+	.destroy = docker_destroy,
+};

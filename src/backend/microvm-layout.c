@@ -1,0 +1,205 @@
+/* The microVM's filesystem layout from the spec (the layout every backend
+ * gives, ARCHITECTURE.md): the host's /usr /bin /sbin /lib* /etc read-only
+ * (symlinks such as /bin -> usr/bin recreated as links), or the --rootfs
+ * image as the root; /workspace read-write; the spec's binds and tmpfs
+ * mounts.  Each directory is a 9p share of QEMU's.
+ *
+ * The guest's commands run as uid 0, and 9p shows host ownership as is,
+ * so a host file of root's that "others" may not read (/etc/shadow,
+ * /etc/ssl/private) would be readable by its "owner" inside.  Those
+ * entries of /etc are hidden twice: QEMU runs in a mount namespace where
+ * they are covered (it cannot serve them at all), and the guest masks them
+ * too.  (/usr is not scanned: 165,000 entries cost half a second per
+ * start; Debian keeps nothing secret there.) */
+#include "backend/microvm-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/xalloc.h"
+
+#define SCAN_MAX_ENTRIES 20000
+#define SCAN_MAX_DEPTH   8
+
+static const char *const host_dirs[] = {
+	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
+};
+
+static void
+add_share (struct ab_microvm_layout_s *l, const char *tag, const char *path, bool ro)
+{
+	l->shares = xrealloc (l->shares, (l->n_shares + 1) * sizeof *l->shares);
+	l->shares[l->n_shares++] = (struct ab_qemu_share_s){ .tag = xstrdup (tag),
+		                                             .path = xstrdup (path),
+		                                             .readonly = ro };
+}
+
+/* ---- what others cannot read ------------------------------------------------- */
+
+struct scan_s {
+	char **out;
+	size_t n_out, seen, max;
+};
+
+static bool
+hidden (const struct stat *st)
+{
+	if (S_ISDIR (st->st_mode))
+		return (st->st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH);
+	return !(st->st_mode & S_IROTH);
+}
+
+static void
+scan_dir (struct scan_s *s, int dirfd, const char *path, int depth)
+{
+	cleanup_dir DIR *d = fdopendir (dirfd);
+	struct dirent *e;
+
+	if (!d) {
+		close (dirfd);
+		return;
+	}
+	while ((e = readdir (d)) && s->seen < s->max) {
+		struct stat st;
+		if (strcmp (e->d_name, ".") == 0 || strcmp (e->d_name, "..") == 0)
+			continue;
+		s->seen++;
+		if (fstatat (dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
+		    || S_ISLNK (st.st_mode))
+			continue;
+		cleanup_free char *child = xasprintf ("%s/%s", path, e->d_name);
+		if (hidden (&st)) {
+			s->out = xrealloc (s->out, (s->n_out + 2) * sizeof *s->out);
+			s->out[s->n_out++] = steal_pointer (&child);
+			s->out[s->n_out] = NULL;
+		} else if (S_ISDIR (st.st_mode) && depth < SCAN_MAX_DEPTH) {
+			int fd = openat (dirfd, e->d_name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0)
+				scan_dir (s, fd, child, depth + 1);
+		}
+	}
+}
+
+char **
+ab_microvm_unreadable (const char *dir, size_t max_entries, ab_error_t *err)
+{
+	struct scan_s s = { .max = max_entries };
+	int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? xcalloc (1, sizeof (char *))
+		                       : (ab_error (err, errno, AB_E_SYSTEM, "scan %s", dir), NULL);
+	scan_dir (&s, fd, dir, 0);
+	if (s.seen >= s.max) {
+		for (size_t i = 0; i < s.n_out; i++)
+			free (s.out[i]);
+		free (s.out);
+		ab_error (err, 0, AB_E_LIMIT, "%s has more than %zu entries to check", dir,
+		          max_entries);
+		return NULL;
+	}
+	return s.out ? s.out : xcalloc (1, sizeof (char *));
+}
+
+/* ---- the layout ------------------------------------------------------------------ */
+
+static int
+host_root (struct ab_microvm_layout_s *l, ab_error_t *err)
+{
+	for (size_t i = 0; i < sizeof host_dirs / sizeof *host_dirs; i++) {
+		cleanup_free char *path = xasprintf ("/%s", host_dirs[i]);
+		char target[4096], tag[16];
+		struct stat st;
+		ssize_t n;
+
+		if (lstat (path, &st) < 0)
+			continue;
+		if (S_ISLNK (st.st_mode)) {
+			n = readlink (path, target, sizeof target - 1);
+			if (n <= 0)
+				return ab_error (err, errno, AB_E_SYSTEM, "readlink %s", path);
+			target[n] = '\0';
+			ab_vm_boot_add (&l->boot, AB_VM_LINK, NULL, path, target, 0);
+		} else if (S_ISDIR (st.st_mode)) {
+			snprintf (tag, sizeof tag, "h%zu", i);
+			add_share (l, tag, path, true);
+			ab_vm_boot_add (&l->boot, AB_VM_RO, tag, path, NULL, 0);
+		}
+	}
+	l->masks = ab_microvm_unreadable ("/etc", SCAN_MAX_ENTRIES, err);
+	if (!l->masks)
+		return -1;
+	for (size_t i = 0; l->masks[i]; i++)
+		ab_vm_boot_add (&l->boot, AB_VM_MASK, NULL, l->masks[i], NULL, 0);
+	return 0;
+}
+
+static int
+spec_mounts (const struct ab_spec_s *spec, struct ab_microvm_layout_s *l, ab_error_t *err)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct ab_mount_s *m = &spec->mounts[i];
+		bool ro = m->kind == AB_MOUNT_RO_BIND;
+		struct stat st;
+		char tag[16];
+
+		if (m->kind == AB_MOUNT_TMPFS) {
+			ab_vm_boot_add (&l->boot, AB_VM_TMPFS, NULL, m->destination, NULL, m->size);
+			continue;
+		}
+		if (stat (m->source, &st) < 0)
+			return ab_error (err, errno, AB_E_INVALID, "mount source %s", m->source);
+		if (!S_ISDIR (st.st_mode))
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "microvm shares directories only (9p): %s is not one",
+			                 m->source);
+		snprintf (tag, sizeof tag, "m%zu", i);
+		add_share (l, tag, m->source, ro);
+		ab_vm_boot_add (&l->boot, ro ? AB_VM_RO : AB_VM_RW, tag, m->destination, NULL, 0);
+	}
+	return 0;
+}
+
+int
+ab_microvm_layout (const struct ab_spec_s *spec, struct ab_microvm_layout_s *l, ab_error_t *err)
+{
+	memset (l, 0, sizeof *l);
+	l->boot.hostname = xstrdup (spec->hostname);
+	l->boot.pids = spec->limits.pids;
+	if (spec->rootfs) {
+		add_share (l, "root", spec->rootfs, true);
+		ab_vm_boot_add (&l->boot, AB_VM_ROOT, "root", NULL, NULL, 0);
+	} else if (host_root (l, err) < 0) {
+		return -1;
+	}
+	if (spec->workspace) {
+		add_share (l, "ws", spec->workspace, false);
+		ab_vm_boot_add (&l->boot, AB_VM_RW, "ws", AB_WORKSPACE_DIR, NULL, 0);
+	}
+	if (!l->masks)
+		l->masks = xcalloc (1, sizeof (char *));
+	return spec_mounts (spec, l, err);
+}
+
+void
+ab_microvm_layout_free (struct ab_microvm_layout_s *l)
+{
+	for (size_t i = 0; i < l->n_shares; i++) {
+		free ((char *)l->shares[i].tag);
+		free ((char *)l->shares[i].path);
+	}
+	free (l->shares);
+	for (size_t i = 0; l->masks && l->masks[i]; i++)
+		free (l->masks[i]);
+	free (l->masks);
+	ab_vm_boot_free (&l->boot);
+	memset (l, 0, sizeof *l);
+}

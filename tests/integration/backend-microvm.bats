@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# The microVM backend (QEMU microvm, docs/microvm.md) through the daemon:
+# the guest is built from Debian packages into this file's temp dir
+# (scripts/build-guest), ONE VM boots under TCG (--microvm-accel tcg) and
+# serves exec and files; the kvm accelerator, which this machine's
+# paravirtual /dev/kvm cannot run a stock kernel under, fails with an error
+# naming the check, and `auto` does not pick the backend.
+#
+# On a host whose KVM does boot guests, set AGENTBOX_TEST_KVM_WORKS=1: the
+# kvm tests then expect success instead.
+
+load daemon-common.bash
+
+setup_file() {
+	local agent
+	agent="$(dirname "$AGENTBOX")/agentbox-agent"
+	if ! command -v qemu-system-x86_64 >/dev/null; then
+		return 0 # each test skips, saying why
+	fi
+	export AGENTBOX_GUEST_DIR="$BATS_FILE_TMPDIR/guest"
+	"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$agent" --out "$AGENTBOX_GUEST_DIR" >&2
+}
+
+setup() {
+	if ! command -v qemu-system-x86_64 >/dev/null; then
+		skip "qemu-system-x86_64 is not installed (scripts/install-deps microvm)"
+	fi
+	daemon_setup
+	daemon_start
+	WS="$BATS_TEST_TMPDIR/ws"
+	mkdir -p "$WS"
+}
+
+teardown() {
+	daemon_teardown
+}
+
+# gone PID: no such process, or a zombie its parent has not reaped yet.
+gone() {
+	local state
+	state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null || true)"
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+
+# Every check on one VM: a TCG boot costs seconds.
+@test "microvm (tcg): create, exec, files in /workspace, path escapes, teardown" {
+	local id out mon qemu
+	id="$(ab create --backend microvm --microvm-accel tcg --workspace "$WS" --hostname vmbox)"
+	[ -n "$id" ]
+	[ "$(ab ls --json | jq -r --arg id "$id" '.[] | select(.id == $id) | .backend')" = microvm ]
+
+	# exec: stdout, stderr, exit status.
+	run ab exec "$id" -- sh -c 'echo out; echo err >&2; exit 7'
+	[ "$status" -eq 7 ]
+	echo "$output" | grep -qx out
+	echo "$output" | grep -qx err
+	out="$(exec_wait "$id" '"echo hi; hostname"')"
+	[ "$(echo "$out" | jq -r .stdout)" = "$(printf 'hi\nvmbox')" ]
+	[ "$(echo "$out" | jq -r .exit_code)" = 0 ]
+
+	# It is a VM: the guest runs Debian's kernel package, not the host's.
+	[ "$(ab exec "$id" -- uname -r)" != "$(uname -r)" ]
+	# The inner layers still apply: no capabilities, no_new_privs, seccomp.
+	out="$(ab exec "$id" -- cat /proc/self/status)"
+	echo "$out" | grep -qx 'CapEff:	0000000000000000'
+	echo "$out" | grep -qx 'CapBnd:	0000000000000000'
+	echo "$out" | grep -qx 'NoNewPrivs:	1'
+	echo "$out" | grep -qx 'Seccomp:	2'
+	# No network device but lo.
+	[ "$(ab exec "$id" -- cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ')" = lo ]
+	# The root is read-only; /tmp is not.
+	run ab exec "$id" -- sh -c 'echo x > /usr/x'
+	[ "$status" -ne 0 ]
+	[ "$(ab exec "$id" -- sh -c 'echo t > /tmp/t && cat /tmp/t')" = t ]
+	# What "others" cannot read on the host stays unreadable.
+	run ab exec "$id" -- sh -c 'cat /etc/shadow; ls /etc/ssl/private'
+	echo "$output" | grep -q '^root:' && return 1
+	[ "$(ab exec "$id" -- sh -c 'head -c 5 /etc/passwd')" = "root:" ]
+
+	# Files: written inside, seen on the host, and the other way round.
+	ab exec "$id" -- sh -c 'echo from-vm > /workspace/a.txt'
+	[ "$(cat "$WS/a.txt")" = from-vm ]
+	echo from-host >"$WS/b.txt"
+	[ "$(ab exec "$id" -- cat /workspace/b.txt)" = from-host ]
+	head -c 300000 /dev/urandom >"$D/src.bin"
+	run ab cp "$D/src.bin" "$id:/workspace/"
+	[ "$status" -eq 0 ]
+	cmp "$D/src.bin" "$WS/src.bin"
+	run ab cp "$id:/workspace/src.bin" "$D/back.bin"
+	[ "$status" -eq 0 ]
+	cmp "$D/src.bin" "$D/back.bin"
+	[ "$(printf hello | api "/v1/sandboxes/$id/files?path=/workspace/c.txt" -T - | jq .size)" = 5 ]
+	[ "$(cat "$WS/c.txt")" = hello ]
+
+	# Path escapes are refused.
+	for p in /etc/passwd ../etc/passwd /workspace/../etc/passwd; do
+		[ "$(api_status "/v1/sandboxes/$id/files?path=$p")" = 403 ]
+	done
+	ab exec "$id" -- ln -s /etc /workspace/out
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/out/passwd")" = 403 ]
+	run ab cp "$id:/etc/passwd" "$D/x"
+	[ "$status" -ne 0 ]
+
+	# Teardown leaves nothing: monitor, QEMU, run directory, socket.
+	mon="$(state_monitors)"
+	qemu="$(pgrep -P "$mon" -x qemu-system-x86)"
+	[ -n "$qemu" ]
+	grep -q "agentbox-vm-" "/proc/$qemu/cmdline"
+	ab rm -f "$id"
+	gone "$mon"
+	gone "$qemu"
+	assert_nothing_left "$SNAPSHOT"
+}
+
+@test "microvm with kvm: an error naming the check (or, where KVM works, a sandbox)" {
+	local id
+	if [ "${AGENTBOX_TEST_KVM_WORKS:-0}" = 1 ]; then
+		id="$(ab create --backend microvm --no-workspace)"
+		[ "$(ab exec "$id" -- echo ok)" = ok ]
+		return 0
+	fi
+	SECONDS=0
+	run ab create --backend microvm --no-workspace
+	[ "$status" -ne 0 ]
+	echo "$output"
+	echo "$output" | grep -q 'microvm (kvm)\|/dev/kvm'
+	# The reason is QEMU's or the boot budget's, not a generic failure.
+	echo "$output" | grep -qi 'kvm.*\(MSR\|KVM\|did not answer\|not usable\)\|/dev/kvm'
+	[ "$SECONDS" -lt 30 ]
+	[ "$(ab ls --json | jq length)" = 0 ]
+	assert_nothing_left "$SNAPSHOT"
+}
+
+@test "microvm: a bad accelerator is refused; auto does not pick microvm here" {
+	run ab create --backend microvm --microvm-accel hvf --no-workspace
+	[ "$status" -ne 0 ]
+	echo "$output" | grep -q 'auto, kvm or tcg'
+	if [ "${AGENTBOX_TEST_KVM_WORKS:-0}" = 1 ]; then
+		skip "KVM works on this host: auto may pick microvm"
+	fi
+	SECONDS=0
+	run env AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache" "$AGENTBOX" doctor
+	echo "$output"
+	echo "$output" | grep -E '^  microvm +no ' | grep -q kvm
+	if echo "$output" | grep -q '^auto picks: microvm'; then
+		return 1
+	fi
+	[ "$SECONDS" -lt 60 ]
+	id="$(ab create --no-workspace)"
+	[ "$(ab ls --json | jq -r '.[0].backend')" != microvm ]
+}
