@@ -23,7 +23,6 @@
 #include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +39,6 @@
 #define IMPORT_TIMEOUT_MS 300000
 #define WALK_MAX_DEPTH    128
 #define EMPTY_TAR_BYTES   10240 /* what tar writes for no member: zero blocks */
-
-extern char **environ;
 
 static void
 free_md_ctx (EVP_MD_CTX **ctx)
@@ -132,37 +129,6 @@ ab_docker_rootfs_tag (const char *rootfs, char *tag, size_t cap, ab_error_t *err
 	return 0;
 }
 
-static pid_t
-spawn_io (char *const argv[], int in, int out, int errfd, ab_error_t *err)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, def;
-	pid_t pid;
-	int r;
-
-	/* Nothing of the monitor's signal state (it blocks SIGTERM) carries over. */
-	sigemptyset (&none);
-	sigfillset (&def);
-	posix_spawnattr_init (&attr);
-	posix_spawnattr_setsigmask (&attr, &none);
-	posix_spawnattr_setsigdefault (&attr, &def);
-	posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawn_file_actions_init (&fa);
-	if (in >= 0)
-		posix_spawn_file_actions_adddup2 (&fa, in, 0);
-	else
-		posix_spawn_file_actions_addopen (&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2 (&fa, out, 1);
-	posix_spawn_file_actions_adddup2 (&fa, errfd, 2);
-	r = posix_spawnp (&pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy (&fa);
-	posix_spawnattr_destroy (&attr);
-	if (r != 0)
-		return ab_error (err, r, AB_E_SYSTEM, "run %s", argv[0]);
-	return pid;
-}
-
 static int
 reap (pid_t pid)
 {
@@ -250,11 +216,11 @@ import (const char *client, const char *tag, const char *dir, ab_error_t *err)
 		close (in[1]);
 		in[1] = -1;
 	}
-	importer = spawn_io (imp, in[0], out[1], out[1], err);
+	importer = ab_spawn_tool (imp, in[0], out[1], out[1], err);
 	close (in[0]);
 	if (importer > 0 && dir)
-		producer =
-		        spawn_io (tar, -1, in[1], out[1], err); /* its errors with the import's */
+		producer = ab_spawn_tool (tar, -1, in[1], out[1],
+		                          err); /* its errors with the import's */
 	if (in[1] >= 0)
 		close (in[1]);
 	close (out[1]);

@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +47,6 @@
 #define DOOR_NAME      "door"
 #define MASK_FILE_NAME "mask"
 #define MASK_DIR_NAME  "mask.d"
-
-extern char **environ;
 
 struct docker_ctx_s {
 	const char *client;
@@ -196,30 +193,6 @@ run_container (struct docker_ctx_s *c, const struct ab_spec_s *spec, ab_error_t 
 
 /* ---- watching the container ------------------------------------------- */
 
-static pid_t
-spawn_quiet (char *const argv[])
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, def;
-	pid_t pid;
-	int r;
-
-	posix_spawn_file_actions_init (&fa);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen (&fa, fd, "/dev/null", O_RDWR, 0);
-	sigemptyset (&none);
-	sigfillset (&def);
-	posix_spawnattr_init (&attr);
-	posix_spawnattr_setsigmask (&attr, &none);
-	posix_spawnattr_setsigdefault (&attr, &def);
-	posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	r = posix_spawnp (&pid, argv[0], &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy (&fa);
-	posix_spawnattr_destroy (&attr);
-	return r == 0 ? pid : -1;
-}
-
 static void
 end_wait_child (struct docker_ctx_s *c)
 {
@@ -306,7 +279,7 @@ docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error
 	if (prepare_door (c, spec->service_socket, err) < 0 || run_container (c, spec, err) < 0)
 		return -1;
 	/* Until the agent listens, `docker wait` tells an early end. */
-	c->wait_pid = spawn_quiet (wait_argv);
+	c->wait_pid = ab_spawn_tool (wait_argv, -1, -1, -1, &(ab_error_t)AB_ERROR_INIT);
 	if (c->wait_pid > 0)
 		wait_fd = ab_sys_pidfd_open (c->wait_pid, 0);
 	if (ab_monitor_wait_socket (spec->service_socket, wait_fd, LISTEN_TIMEOUT_MS, err) < 0) {

@@ -42,18 +42,6 @@
 
 #define RUNSC_EXIT_MS 5000
 
-static int
-termination_fd (void)
-{
-	sigset_t set;
-	sigemptyset (&set);
-	sigaddset (&set, SIGTERM);
-	sigaddset (&set, SIGINT);
-	sigaddset (&set, SIGHUP);
-	sigprocmask (SIG_BLOCK, &set, NULL);
-	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
 static void __attribute__ ((noreturn))
 exec_runsc (char **argv, int log, pid_t keeper, ab_cgroup_t *cgroup)
 {
@@ -114,7 +102,7 @@ static void __attribute__ ((noreturn))
 keeper_main (const struct ab_gvisor_s *g, const struct ab_spec_s *spec, char **argv, int log,
              pid_t monitor)
 {
-	int term_fd = termination_fd ();
+	int term_fd = ab_termination_signalfd ();
 	pid_t runsc = -1;
 	int runsc_pidfd = -1;
 	bool asked = true, orphan;

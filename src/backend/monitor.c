@@ -52,14 +52,6 @@ ab_backend_make_id (char id[33])
 		snprintf (id + 2 * i, 3, "%02x", raw[i]);
 }
 
-static uint64_t
-mono_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool
 socket_accepts (const char *path)
 {
@@ -75,12 +67,12 @@ socket_accepts (const char *path)
 int
 ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = mono_ms () + (uint64_t)timeout_ms;
+	uint64_t deadline = (ab_mono_us () / 1000) + (uint64_t)timeout_ms;
 	int delay = 2;
 
 	while (!socket_accepts (path)) {
 		struct pollfd p = { .fd = watch_fd, .events = POLLIN };
-		if (mono_ms () >= deadline)
+		if ((ab_mono_us () / 1000) >= deadline)
 			return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
 			                 "the agent did not listen within %d ms", timeout_ms);
 		/* Back off from 2 ms to 50 ms: fast when the agent is quick,
@@ -108,18 +100,6 @@ ab_monitor_remove_socket (const struct ab_spec_s *spec)
 		*slash = '\0';
 		rmdir (dir);
 	}
-}
-
-static int
-termination_signals (void)
-{
-	sigset_t set;
-	sigemptyset (&set);
-	sigaddset (&set, SIGTERM);
-	sigaddset (&set, SIGINT);
-	sigaddset (&set, SIGHUP);
-	sigprocmask (SIG_BLOCK, &set, NULL);
-	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 /* Until SIGTERM, the sandbox's end, or (tied) the caller's end. */
@@ -167,7 +147,7 @@ run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monit
 	setsid (); /* terminal signals meant for the caller must not reach us */
 	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
 	ab_close_fds_except (keep, 1);
-	term_fd = termination_signals ();
+	term_fd = ab_termination_signalfd ();
 	watch_fd = ops->start (ctx, spec, id, &err);
 	if (watch_fd < 0) {
 		ops->stop (ctx, spec, id);

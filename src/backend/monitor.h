@@ -72,6 +72,10 @@ int ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err);
  * becomes readable (the sandbox died: an error), or timeout_ms passes. */
 int ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err);
 
+/* Start argv (a host tool, searched in PATH) with in, out, err_fd as its
+ * 0, 1, 2 (-1 = /dev/null) and default signal state; its pid, or -1. */
+pid_t ab_spawn_tool (char *const argv[], int in, int out, int err_fd, ab_error_t *err);
+
 /* Run argv (a host tool) with stdin /dev/null, stdout to out (NUL-terminated,
  * at most cap-1 bytes kept; may be NULL) and stderr appended after it, and
  * wait at most timeout_ms.  Returns the exit status (0-255), or -1 with err

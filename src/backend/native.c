@@ -387,18 +387,6 @@ report_service_start (struct monitor_s *m)
 	}
 }
 
-static int
-termination_signals (void)
-{
-	sigset_t set;
-	sigemptyset (&set);
-	sigaddset (&set, SIGTERM);
-	sigaddset (&set, SIGINT);
-	sigaddset (&set, SIGHUP);
-	sigprocmask (SIG_BLOCK, &set, NULL);
-	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
 static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 {
 	struct pollfd p[3] = { { .fd = m->init_pidfd, .events = POLLIN },
@@ -408,8 +396,8 @@ static void __attribute__ ((noreturn)) supervise (struct monitor_s *m)
 
 	if (service) {
 		report_service_start (m);
-		p[1].fd = termination_signals (); /* SIGTERM: destroy the sandbox */
-		p[2].fd = m->mon_fd;              /* tied: the caller's end */
+		p[1].fd = ab_termination_signalfd (); /* SIGTERM: destroy the sandbox */
+		p[2].fd = m->mon_fd;                  /* tied: the caller's end */
 	}
 	ab_error_t err = AB_ERROR_INIT;
 	struct rusage ru = { 0 };

@@ -11,20 +11,13 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "base/sys.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "session/agent-client.h"
 #include "session/agent-config.h"
 
 #define PROBE_EXEC_TIMEOUT_MS 20000
-
-static uint64_t
-now_us (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 static int
 run_true (const struct ab_spec_s *spec, ab_error_t *err)
@@ -69,7 +62,7 @@ ab_backend_service_probe (const struct ab_backend_ops_s *ops, struct ab_probe_re
 	struct ab_sandbox_exit_s ex;
 	struct ab_sandbox_s sb;
 	struct ab_spec_s spec;
-	uint64_t t0 = now_us ();
+	uint64_t t0 = ab_mono_us ();
 	int r = -1;
 
 	memset (result, 0, sizeof *result);
@@ -93,7 +86,7 @@ ab_backend_service_probe (const struct ab_backend_ops_s *ops, struct ab_probe_re
 		rmdir (dir);
 	}
 	ab_spec_free (&spec);
-	result->duration_us = now_us () - t0;
+	result->duration_us = ab_mono_us () - t0;
 	result->works = r == 0;
 	snprintf (result->reason, sizeof result->reason, "%s",
 	          r == 0 ? "started a sandbox and ran `true` through its agent" : err.msg);

@@ -6,15 +6,8 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "base/sys.h"
 #include "proto/exec-msg.h"
-
-static uint64_t
-now_us (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
-}
 
 /* Send EXEC `true` and read frames until EXIT; 0 when it exited 0. */
 static int
@@ -52,7 +45,7 @@ ab_backend_functional_probe (const struct ab_backend_ops_s *ops, struct ab_probe
 	struct ab_sandbox_exit_s ex;
 	ab_error_t err = AB_ERROR_INIT, derr = AB_ERROR_INIT;
 	char *argv[] = { (char *)"true", NULL };
-	uint64_t t0 = now_us ();
+	uint64_t t0 = ab_mono_us ();
 	int r;
 
 	memset (result, 0, sizeof *result);
@@ -72,7 +65,7 @@ ab_backend_functional_probe (const struct ab_backend_ops_s *ops, struct ab_probe
 	}
 	spec.argv = NULL;
 	ab_spec_free (&spec);
-	result->duration_us = now_us () - t0;
+	result->duration_us = ab_mono_us () - t0;
 	result->works = r == 0;
 	snprintf (result->reason, sizeof result->reason, "%s",
 	          r == 0 ? "started a sandbox and ran `true`" : err.msg);

@@ -15,28 +15,43 @@
 
 extern char **environ;
 
-static int
-spawn_tool (char *const argv[], int out_w, pid_t *pid)
+/* Each of in, out, err_fd: an fd to dup, or -1 for /dev/null. */
+static void
+add_stdio (posix_spawn_file_actions_t *fa, int target, int fd)
+{
+	if (fd >= 0)
+		posix_spawn_file_actions_adddup2 (fa, fd, target);
+	else
+		posix_spawn_file_actions_addopen (fa, target, "/dev/null", O_RDWR, 0);
+}
+
+pid_t
+ab_spawn_tool (char *const argv[], int in, int out, int err_fd, ab_error_t *err)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, def;
+	pid_t pid;
 	int r;
 
 	posix_spawn_file_actions_init (&fa);
-	posix_spawn_file_actions_addopen (&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2 (&fa, out_w, 1);
-	posix_spawn_file_actions_adddup2 (&fa, out_w, 2);
+	add_stdio (&fa, 0, in);
+	add_stdio (&fa, 1, out);
+	add_stdio (&fa, 2, err_fd);
+	/* Nothing of the caller's signal state (a monitor blocks SIGTERM)
+	 * carries over. */
 	sigemptyset (&none);
 	sigfillset (&def);
 	posix_spawnattr_init (&attr);
 	posix_spawnattr_setsigmask (&attr, &none);
 	posix_spawnattr_setsigdefault (&attr, &def);
 	posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	r = posix_spawnp (pid, argv[0], &fa, &attr, argv, environ);
+	r = posix_spawnp (&pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy (&fa);
 	posix_spawnattr_destroy (&attr);
-	return r;
+	if (r != 0)
+		return ab_error (err, r, AB_E_SYSTEM, "run %s", argv[0]);
+	return pid;
 }
 
 static int
@@ -82,7 +97,7 @@ int
 ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error_t *err)
 {
 	struct timespec deadline;
-	int pipefd[2], status, r;
+	int pipefd[2], status;
 	bool done;
 	pid_t pid;
 
@@ -90,11 +105,11 @@ ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error
 		out[0] = '\0';
 	if (pipe2 (pipefd, O_CLOEXEC) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
-	r = spawn_tool (argv, pipefd[1], &pid);
+	pid = ab_spawn_tool (argv, -1, pipefd[1], pipefd[1], err);
 	close (pipefd[1]);
-	if (r != 0) {
+	if (pid < 0) {
 		close (pipefd[0]);
-		return ab_error (err, r, AB_E_SYSTEM, "run %s", argv[0]);
+		return -1;
 	}
 	clock_gettime (CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += timeout_ms / 1000;

@@ -1,6 +1,8 @@
 #include "base/sys.h"
 
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 int
@@ -88,4 +90,25 @@ pid_t
 ab_sys_clone_fork (unsigned long flags)
 {
 	return (pid_t)syscall (__NR_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+}
+
+int
+ab_termination_signalfd (void)
+{
+	sigset_t set;
+
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	sigprocmask (SIG_BLOCK, &set, NULL);
+	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+uint64_t
+ab_mono_us (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }

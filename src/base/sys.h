@@ -28,4 +28,11 @@ int ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags);
 /* clone(2) without a new stack: returns twice like fork(2). */
 pid_t ab_sys_clone_fork (unsigned long flags);
 
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t ab_mono_us (void);
+
+/* Block SIGTERM, SIGINT and SIGHUP and return a non-blocking signalfd for
+ * them: how a monitor or keeper hears "tear the sandbox down". */
+int ab_termination_signalfd (void);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/pct.h"
 #include "base/xalloc.h"
 
 static const struct {
@@ -234,42 +235,6 @@ ab_req_body_json (struct ab_req_s *r, json_t **out, ab_error_t *err)
 	return 0;
 }
 
-static int
-hexval (char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..len); NULL when malformed or when it holds a NUL. */
-static char *
-pct_decode (const char *s, size_t len)
-{
-	char *out = xmalloc (len + 1), *o = out;
-
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] != '%') {
-			*o++ = s[i] == '+' ? ' ' : s[i];
-			continue;
-		}
-		int hi = i + 2 < len ? hexval (s[i + 1]) : -1;
-		int lo = i + 2 < len ? hexval (s[i + 2]) : -1;
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-			free (out);
-			return NULL;
-		}
-		*o++ = (char)(hi * 16 + lo);
-		i += 2;
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Calls fn for each value of `name`; stops at the first non-zero return. */
 static int
 query_each (struct ab_req_s *r, const char *name, int (*fn) (char *v, void *ctx), void *ctx,
@@ -283,7 +248,8 @@ query_each (struct ab_req_s *r, const char *name, int (*fn) (char *v, void *ctx)
 		const char *eq = memchr (p, '=', (size_t)(end - p));
 		size_t klen = eq ? (size_t)(eq - p) : (size_t)(end - p);
 		if (klen == nlen && memcmp (p, name, nlen) == 0) {
-			char *v = eq ? pct_decode (eq + 1, (size_t)(end - eq - 1)) : xstrdup ("");
+			char *v = eq ? ab_pct_decode (eq + 1, (size_t)(end - eq - 1), true)
+			             : xstrdup ("");
 			if (!v)
 				return ab_error (err, 0, AB_E_INVALID,
 				                 "malformed query parameter '%s'", name);

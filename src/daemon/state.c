@@ -29,14 +29,6 @@ ab_now_ms (void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-uint64_t
-ab_mono_us (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 int
 ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)
 {

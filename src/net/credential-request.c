@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 
 #include "net/credential-internal.h"
-#include "net/hex.h"
+#include "base/hex.h"
 #include "net/http-relay.h"
 #include "net/http-status.h"
 

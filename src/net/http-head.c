@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "net/hex.h"
+#include "base/hex.h"
 
 /* Character classes (RFC 9110 5.6.2 tchar, 5.5 field-vchar). */
 enum {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "net/hex.h"
+#include "base/hex.h"
 
 /* In order: the first non-empty one wins (curl's and Go's order). */
 static const char *const https_vars[] = { "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy" };

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pct.h"
 #include "base/xalloc.h"
 
 #define PATH_MAX_LEN 4096
@@ -200,42 +201,6 @@ ab_vm_boot_encode (const struct ab_vm_boot_s *b, ab_error_t *err)
 /* ---- parsing --------------------------------------------------------------------- */
 
 static int
-hexval (char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Decode one %-escaped field [s, s+n); NULL when malformed (or a NUL). */
-static char *
-unescape (const char *s, size_t n)
-{
-	char *out = xmalloc (n + 1), *o = out;
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] != '%') {
-			*o++ = s[i];
-			continue;
-		}
-		int hi = i + 2 < n ? hexval (s[i + 1]) : -1;
-		int lo = i + 2 < n ? hexval (s[i + 2]) : -1;
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-			free (out);
-			return NULL;
-		}
-		*o++ = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	*o = '\0';
-	return out;
-}
-
-static int
 parse_u64 (const char *s, uint64_t *out)
 {
 	char *end;
@@ -286,9 +251,9 @@ parse_entry (const char *v, struct ab_vm_boot_s *b, ab_error_t *err)
 	if (kind == AB_VM_ROOT || kind == AB_VM_RO || kind == AB_VM_RW)
 		e.tag = xstrndup (f[1], len[1]);
 	if (kind != AB_VM_ROOT)
-		e.path = unescape (f[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1],
-		                   len[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1]);
-	if (kind == AB_VM_LINK && !(e.target = unescape (f[2], len[2])))
+		e.path = ab_pct_decode (f[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1],
+		                        len[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1], false);
+	if (kind == AB_VM_LINK && !(e.target = ab_pct_decode (f[2], len[2], false)))
 		r = ab_error (err, 0, AB_E_INVALID, "vm boot: bad link target");
 	if (kind == AB_VM_TMPFS
 	    && ((size = xstrndup (f[2], len[2])), parse_u64 (size, &e.size) < 0))

@@ -1,7 +1,7 @@
 /* One hexadecimal digit's value (RFC 3986 2.1 percent escapes, RFC 9112
  * 7.1 chunk sizes): 0-15, or -1 for any other character. */
-#ifndef AB_NET_HEX_H
-#define AB_NET_HEX_H
+#ifndef AB_BASE_HEX_H
+#define AB_BASE_HEX_H
 
 static inline int
 ab_hex_digit (char c)
