@@ -41,7 +41,7 @@ HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/hel
 GEN := $(BUILD)/gen/seccomp-default.h
 
 .PHONY: all check demo bench install clean unit unit-asan integration conformance deps format format-check clang-build
-all: $(BUILD)/agentbox $(BUILD)/agentbox-agent
+all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
 	@mkdir -p $(@D)
@@ -65,6 +65,12 @@ $(BUILD)/agent-obj/%.o: %.c | $(GEN)
 	@mkdir -p $(@D)
 	@echo "  CC      $< (agent)"
 	@$(CC) $(ALL_CFLAGS) -DAB_AGENT -c -o $@ $<
+
+# Preloaded into commands under gVisor (tools/statx-shim.c).
+$(BUILD)/agentbox-statx-shim.so: tools/statx-shim.c
+	@mkdir -p $(@D)
+	@echo "  LD      $@ (shared)"
+	@$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -shared -fPIC -o $@ $< -ldl
 
 # The default seccomp filter is compiled to BPF at build time with libseccomp
 # and embedded in the agent, which installs it without any library.
@@ -146,6 +152,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/agentbox $(DESTDIR)$(PREFIX)/bin/agentbox
 	install -m 0755 $(BUILD)/agentbox-agent $(DESTDIR)$(PREFIX)/bin/agentbox-agent
+	install -m 0644 $(BUILD)/agentbox-statx-shim.so $(DESTDIR)$(PREFIX)/bin/agentbox-statx-shim.so
 	for alias in t3-egress-proxy t3-credential-proxy t3-preview-bridge; do \
 		ln -sf agentbox $(DESTDIR)$(PREFIX)/bin/$$alias; done
 

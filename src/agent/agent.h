@@ -47,5 +47,8 @@ void ab_agent_loopback_up (void);
 int ab_agent_listen_path (const char *path);
 /* pids-limit.c: gVisor's in-sandbox pids cgroup for everything after us. */
 int ab_agent_pids_limit (const char *arg);
+/* preload.c: a library every command gets first in LD_PRELOAD (gVisor). */
+void ab_agent_set_preload (const char *path);
+char **ab_agent_env_with_preload (char **env);
 
 #endif

@@ -18,6 +18,7 @@
 #include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -64,6 +65,39 @@ is_listening (int fd)
 	return getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == 0 && v;
 }
 
+static void __attribute__ ((noreturn)) usage (void)
+{
+	fprintf (stderr,
+	         "usage: agentbox-agent [--listen PATH [--pids-max N] [--preload LIB] | --vm]\n");
+	exit (125);
+}
+
+/* gVisor and Docker: --listen PATH (listen.c); --pids-max N, the process
+ * limit gVisor's runtime cannot apply (pids-limit.c); --preload LIB, the
+ * statx shim for gVisor (preload.c). */
+static void __attribute__ ((noreturn)) service_on_path (int argc, char **argv)
+{
+	const char *listen = NULL;
+	int fd;
+
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			usage ();
+		if (strcmp (argv[i], "--listen") == 0)
+			listen = argv[i + 1];
+		else if (strcmp (argv[i], "--pids-max") == 0) {
+			if (ab_agent_pids_limit (argv[i + 1]) < 0)
+				exit (125);
+		} else if (strcmp (argv[i], "--preload") == 0)
+			ab_agent_set_preload (argv[i + 1]);
+		else
+			usage ();
+	}
+	if (!listen || (fd = ab_agent_listen_path (listen)) < 0)
+		usage ();
+	ab_service_run (fd);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -78,21 +112,8 @@ main (int argc, char **argv)
 	 * follows "--" on its command line. */
 	if (argc == 2 && strcmp (argv[1], "--vm") == 0)
 		ab_vm_init_run ();
-	if ((argc == 3 || (argc == 5 && strcmp (argv[3], "--pids-max") == 0))
-	    && strcmp (argv[1], "--listen") == 0) {
-		int fd;
-		/* gVisor: the process limit its runtime cannot apply (pids-limit.c). */
-		if (argc == 5 && ab_agent_pids_limit (argv[4]) < 0)
-			return 125;
-		fd = ab_agent_listen_path (argv[2]);
-		if (fd < 0)
-			return 125;
-		ab_service_run (fd);
-	}
-	if (argc > 1) {
-		fprintf (stderr, "usage: agentbox-agent [--listen PATH [--pids-max N] | --vm]\n");
-		return 125;
-	}
+	if (argc > 1)
+		service_on_path (argc, argv);
 	if (is_listening (AB_AGENT_LISTEN_FD))
 		ab_service_run (AB_AGENT_LISTEN_FD);
 	ab_oneshot_run ();

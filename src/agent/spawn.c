@@ -129,6 +129,7 @@ static void __attribute__ ((noreturn))
 run_child (const struct ab_exec_msg_s *req, int master, const int *stdio, int report_fd)
 {
 	extern char **environ;
+	char **env;
 	int abi;
 
 	reset_signals ();
@@ -156,10 +157,11 @@ run_child (const struct ab_exec_msg_s *req, int master, const int *stdio, int re
 	 * INT_MAX, not ~0U: gVisor refuses a last fd above INT32_MAX (EINVAL). */
 	if (ab_sys_close_range (3, INT_MAX, CLOSE_RANGE_CLOEXEC) < 0)
 		child_fail (report_fd, STAGE_SETUP);
-	environ = req->env; /* execvpe searches the command's PATH, not ours */
+	env = ab_agent_env_with_preload (req->env);
+	environ = env; /* execvpe searches the command's PATH, not ours */
 	if (ab_confine_seccomp () < 0)
 		child_fail (report_fd, STAGE_SECCOMP);
-	execvpe (req->argv[0], req->argv, req->env);
+	execvpe (req->argv[0], req->argv, env);
 	child_fail (report_fd, STAGE_EXEC);
 }
 

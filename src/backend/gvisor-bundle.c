@@ -99,6 +99,8 @@ write_config (int dfd, const struct ab_gvisor_s *g, const struct ab_spec_s *spec
 		.spec = spec,
 		.root_path = spec->rootfs ? spec->rootfs : root,
 		.agent_path = g->agent,
+		/* The host's own libc runs the commands only without --rootfs. */
+		.shim_path = spec->rootfs ? NULL : g->shim,
 		.door_dir = door,
 		/* runsc's cgroup is the one it runs in (ours, gvisor.c): a
 		 * relative cgroupsPath is taken from runsc's own group in each

@@ -47,6 +47,7 @@ struct ab_gvisor_s {
 	char *runsc;    /* absolute path of runsc */
 	char *platform; /* --platform, NULL = runsc's default */
 	char *agent;    /* host path of agentbox-agent */
+	char *shim;     /* agentbox-statx-shim.so beside it, or NULL */
 	char *dir;      /* <service_socket>.d */
 	char *cid;      /* the runsc container id: agentbox-<sandbox id> */
 	bool own_dir;   /* dir was made for this sandbox: ours to remove */

@@ -164,8 +164,23 @@ gvisor_free (struct ab_gvisor_s *g)
 	free (g->runsc);
 	free (g->platform);
 	free (g->agent);
+	free (g->shim);
 	free (g->dir);
 	free (g->cid);
+}
+
+/* tools/statx-shim.c, installed beside the agent; without it commands
+ * still run, only coreutils' stat calls fail (runsc 2022-12). */
+static char *
+shim_beside (const char *agent)
+{
+	const char *slash = strrchr (agent, '/');
+	char *shim = xasprintf ("%.*s/agentbox-statx-shim.so", (int)(slash - agent), agent);
+
+	if (access (shim, R_OK) == 0)
+		return shim;
+	free (shim);
+	return NULL;
 }
 
 /* What this backend cannot do, said before anything starts. */
@@ -201,6 +216,7 @@ gvisor_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 		return -1;
 	if ((g.runsc = ab_runsc_find (err)) && (g.agent = ab_native_agent_path (err))
 	    && ab_runsc_platform (&g.platform, err) == 0) {
+		g.shim = shim_beside (g.agent);
 		g.dir = xasprintf ("%s.d", spec->service_socket);
 		g.cid = xasprintf ("%s%s", AB_GVISOR_CID_PREFIX, sb->id);
 		r = ab_monitor_spawn (spec, sb->id, &gvisor_monitor, &g, sb, err);

@@ -138,6 +138,9 @@ mounts_json (const struct ab_oci_bundle_s *b, ab_error_t *err)
 	           OPTS ("bind", "rw", "nosuid", "nodev", "noexec"));
 	add_mount (mounts, AB_OCI_AGENT, "bind", b->agent_path,
 	           OPTS ("bind", "ro", "nosuid", "nodev"));
+	if (b->shim_path)
+		add_mount (mounts, AB_OCI_SHIM, "bind", b->shim_path,
+		           OPTS ("bind", "ro", "nosuid", "nodev"));
 	return mounts;
 }
 
@@ -145,11 +148,16 @@ mounts_json (const struct ab_oci_bundle_s *b, ab_error_t *err)
  * gVisor's own pids cgroup (agent/pids-limit.c), which needs CAP_SYS_ADMIN
  * for one mount; the agent drops it right after. */
 static json_t *
-args_json (const struct ab_spec_s *spec)
+args_json (const struct ab_oci_bundle_s *b)
 {
+	const struct ab_spec_s *spec = b->spec;
 	json_t *a = strv_json (OPTS (AB_OCI_AGENT, "--listen", AB_OCI_SOCKET));
 	char n[24];
 
+	if (b->shim_path) {
+		json_array_append_new (a, json_string ("--preload"));
+		json_array_append_new (a, json_string (AB_OCI_SHIM));
+	}
 	if (spec->limits.pids) {
 		snprintf (n, sizeof n, "%" PRIu64, spec->limits.pids);
 		json_array_append_new (a, json_string ("--pids-max"));
@@ -159,8 +167,9 @@ args_json (const struct ab_spec_s *spec)
 }
 
 static json_t *
-process_json (const struct ab_spec_s *spec)
+process_json (const struct ab_oci_bundle_s *b)
 {
+	const struct ab_spec_s *spec = b->spec;
 	json_t *p = json_object (), *caps = json_object (), *user = json_object ();
 	json_t *nofile = json_object (), *rlimits = json_array ();
 	const char *const sets[] = { "bounding", "effective", "permitted" };
@@ -182,7 +191,7 @@ process_json (const struct ab_spec_s *spec)
 	json_array_append_new (rlimits, nofile);
 	json_object_set_new (p, "terminal", json_false ());
 	json_object_set_new (p, "user", user);
-	json_object_set_new (p, "args", args_json (spec));
+	json_object_set_new (p, "args", args_json (b));
 	/* Like the native backend's execve of the agent: an empty environment;
 	 * every command's environment comes with its EXEC. */
 	json_object_set_new (p, "env", json_array ());
@@ -269,7 +278,7 @@ ab_oci_config (const struct ab_oci_bundle_s *b, ab_error_t *err)
 	json_object_set_new (root, "path", json_string (b->root_path));
 	json_object_set_new (root, "readonly", json_true ());
 	json_object_set_new (cfg, "ociVersion", json_string ("1.0.2"));
-	json_object_set_new (cfg, "process", process_json (b->spec));
+	json_object_set_new (cfg, "process", process_json (b));
 	json_object_set_new (cfg, "root", root);
 	json_object_set_new (
 	        cfg, "hostname",

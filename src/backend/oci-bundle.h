@@ -18,6 +18,7 @@
 #define AB_OCI_DOOR_DIR "/.agentbox"
 #define AB_OCI_AGENT    AB_OCI_DOOR_DIR "/agentbox-agent"
 #define AB_OCI_SOCKET   AB_OCI_DOOR_DIR "/agent.sock"
+#define AB_OCI_SHIM     AB_OCI_DOOR_DIR "/statx-shim.so"
 
 /* A path hidden from the sandbox: covered by a read-only bind of an empty
  * file or directory that nobody in the sandbox may open (mode 0000, owned
@@ -30,8 +31,11 @@ struct ab_oci_mask_s {
 
 struct ab_oci_bundle_s {
 	const struct ab_spec_s *spec;
-	const char *root_path;   /* host directory used as the container's root */
-	const char *agent_path;  /* host path of agentbox-agent (bound read-only) */
+	const char *root_path;  /* host directory used as the container's root */
+	const char *agent_path; /* host path of agentbox-agent (bound read-only) */
+	/* host path of agentbox-statx-shim.so, preloaded into commands
+	 * (tools/statx-shim.c), or NULL */
+	const char *shim_path;
 	const char *door_dir;    /* host directory bound read-write at AB_OCI_DOOR_DIR */
 	const char *cgroup_path; /* linux.cgroupsPath, NULL = no limits, no cgroup */
 	/* The group at cgroup_path exists with its limits written by the

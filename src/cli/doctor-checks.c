@@ -623,6 +623,7 @@ static const struct ab_doctor_check_def_s checks[] = {
 	{ "idmapped_mounts", "idmapped mounts", check_idmap },
 	{ "cgroups", "cgroups", check_cgroups },
 	{ "kvm", "/dev/kvm", ab_doctor_check_kvm },
+	{ "firecracker", "Firecracker", ab_doctor_check_firecracker },
 	{ "runsc", "runsc (gVisor)", ab_doctor_check_runsc },
 	{ "docker", "Docker daemon", ab_doctor_check_docker },
 	{ NULL, NULL, NULL },

@@ -51,6 +51,7 @@ int ab_doctor_read_long (const char *path, long *out);
 /* Host facilities outside the kernel's namespace features (doctor-host.c). */
 void ab_doctor_check_kvm (struct ab_doctor_check_s *c);
 void ab_doctor_check_runsc (struct ab_doctor_check_s *c);
+void ab_doctor_check_firecracker (struct ab_doctor_check_s *c);
 void ab_doctor_check_docker (struct ab_doctor_check_s *c);
 
 #endif

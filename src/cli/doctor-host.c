@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/firecracker-version.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
@@ -250,6 +251,40 @@ ab_doctor_check_runsc (struct ab_doctor_check_s *c)
 	          "%s: %s (present and runs; the gvisor backend's probe below says whether "
 	          "a sandbox starts)",
 	          path, out);
+}
+
+/* Firecracker is only reported: the microvm backend drives QEMU's
+ * -M microvm (docs/microvm.md); a Firecracker found here is checked
+ * against the minimum version it would need (docs/microvm-firecracker.md). */
+void
+ab_doctor_check_firecracker (struct ab_doctor_check_s *c)
+{
+	cleanup_free char *path = find_program ("firecracker");
+	struct ab_fc_version_s v;
+	ab_error_t err = AB_ERROR_INIT;
+	char text[96];
+
+	if (!path) {
+		snprintf (c->detail, sizeof c->detail,
+		          "not found in PATH (the microvm backend uses QEMU's -M microvm)");
+		snprintf (c->fix, sizeof c->fix,
+		          "nothing to do: Firecracker is not in Debian; QEMU serves the microvm "
+		          "backend");
+		return;
+	}
+	json_object_set_new (c->facts, "path", json_string (path));
+	if (ab_firecracker_version_query (path, RUNSC_TIMEOUT_MS, &v, &err) < 0) {
+		snprintf (c->detail, sizeof c->detail, "%s", err.msg);
+		snprintf (c->fix, sizeof c->fix,
+		          "install Firecracker >= 1.14.1 (a release, not an -rc)");
+		return;
+	}
+	ab_firecracker_version_format (&v, text, sizeof text);
+	json_object_set_new (c->facts, "version", json_string (text));
+	c->ok = true;
+	snprintf (c->detail, sizeof c->detail,
+	          "%s: v%s, at least 1.14.1 (reported only: the microvm backend drives QEMU)", path,
+	          text);
 }
 
 /* ------------------------------------------------------------------ */

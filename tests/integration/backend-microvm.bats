@@ -149,3 +149,15 @@ gone() {
 	id="$(ab create --no-workspace)"
 	[ "$(ab ls --json | jq -r '.[0].backend')" != microvm ]
 }
+
+@test "doctor: a Firecracker binary is held to >= 1.14.1, parsed strictly (1.14.1-rc1 refused)" {
+	local bin="$BATS_TEST_TMPDIR/bin" v
+	mkdir -p "$bin"
+	for v in "v1.14.1-rc1:false" "v1.14.1:true" "v1.13.9:false" "v1.15.0:true" "v01.14.1:false" "v1.14:false"; do
+		printf '#!/bin/sh\necho "Firecracker %s"\n' "${v%%:*}" >"$bin/firecracker"
+		chmod +x "$bin/firecracker"
+		run env PATH="$bin:$PATH" "$AGENTBOX" doctor --json --backend native
+		echo "${v%%:*}: $(echo "$output" | jq -c .capabilities.firecracker)"
+		[ "$(echo "$output" | jq -r .capabilities.firecracker.ok)" = "${v##*:}" ]
+	done
+}

@@ -81,6 +81,16 @@ our_monitors() {
 	[ -z "$(our_monitors)" ]
 }
 
+@test "coreutils work: ls DIR, ls -l, stat (gVisor: through the statx shim)" {
+	echo hi >"$WS/f"
+	run abrun -- sh -c 'ls /workspace; ls -l /workspace/f | cut -d" " -f1; stat -c %s /workspace/f'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = f ]
+	[[ "${lines[1]}" == -rw* ]]
+	[ "${lines[2]}" = 3 ]
+}
+
 @test "files: the workspace is shared read-write; the root and /usr are read-only" {
 	run abrun -- sh -c "echo $MARK >/workspace/f; cat /workspace/f; touch /usr/x 2>&1; touch /x 2>&1; echo ok"
 	[ "$status" -eq 0 ]
