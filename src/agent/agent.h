@@ -50,5 +50,6 @@ int ab_agent_pids_limit (const char *arg);
 /* preload.c: a library every command gets first in LD_PRELOAD (gVisor). */
 void ab_agent_set_preload (const char *path);
 char **ab_agent_env_with_preload (char **env);
+void ab_agent_env_free (char **env);
 
 #endif

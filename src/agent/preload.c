@@ -18,9 +18,9 @@ ab_agent_set_preload (const char *path)
 	preload = path;
 }
 
-/* env with LD_PRELOAD=preload[:old]; env itself when there is no shim.
- * Called in the command's child between fork and execve: what it
- * allocates is the child's to keep. */
+/* env with LD_PRELOAD=preload[:old] (the last LD_PRELOAD entry replaced, or
+ * one appended); env itself when there is no shim or no memory.  A new
+ * vector borrows env's other strings: free it with ab_agent_env_free. */
 char **
 ab_agent_env_with_preload (char **env)
 {
@@ -43,8 +43,10 @@ ab_agent_env_with_preload (char **env)
 	}
 	size_t len = strlen (preload) + 12 + (out[at] ? strlen (out[at]) : 0);
 	char *kv = malloc (len + 1);
-	if (!kv)
+	if (!kv) {
+		free (out);
 		return env;
+	}
 	strcpy (kv, "LD_PRELOAD=");
 	strcat (kv, preload);
 	if (out[at] && out[at][11]) {
@@ -53,4 +55,17 @@ ab_agent_env_with_preload (char **env)
 	}
 	out[at] = kv;
 	return out;
+}
+
+void
+ab_agent_env_free (char **env)
+{
+	size_t last = (size_t)-1;
+
+	for (size_t i = 0; env[i]; i++)
+		if (strncmp (env[i], "LD_PRELOAD=", 11) == 0)
+			last = i;
+	if (last != (size_t)-1)
+		free (env[last]);
+	free (env);
 }
