@@ -30,7 +30,7 @@ void ab_microvm_layout_free (struct ab_microvm_layout_s *l);
 /* Entries under dir (a host directory, recursively, not following links)
  * that "others" cannot read: files without o+r, directories without o+rx
  * (not descended into).  Bounded: at most max_entries looked at. */
-char **ab_microvm_unreadable (const char *dir, size_t max_entries, ab_error_t *err);
+char **ab_microvm_unreadable (const char *dir, ab_error_t *err);
 
 /* The monitor's state for one VM (microvm-vm.c): filled by create in
  * the caller, copied into the monitor by fork, then used there only. */

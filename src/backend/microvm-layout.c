@@ -11,6 +11,7 @@
  * they are covered (it cannot serve them at all), and the guest masks them
  * too.  (/usr is not scanned: 165,000 entries cost half a second per
  * start; Debian keeps nothing secret there.) */
+#include "backend/host-mask.h"
 #include "backend/microvm-internal.h"
 
 #include <dirent.h>
@@ -25,13 +26,6 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 
-#define SCAN_MAX_ENTRIES 20000
-#define SCAN_MAX_DEPTH   8
-
-static const char *const host_dirs[] = {
-	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc",
-};
-
 static void
 add_share (struct ab_microvm_layout_s *l, const char *tag, const char *path, bool ro)
 {
@@ -43,70 +37,22 @@ add_share (struct ab_microvm_layout_s *l, const char *tag, const char *path, boo
 
 /* ---- what others cannot read ------------------------------------------------- */
 
-struct scan_s {
-	char **out;
-	size_t n_out, seen, max;
-};
-
-static bool
-hidden (const struct stat *st)
-{
-	if (S_ISDIR (st->st_mode))
-		return (st->st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH);
-	return !(st->st_mode & S_IROTH);
-}
-
-static void
-scan_dir (struct scan_s *s, int dirfd, const char *path, int depth)
-{
-	cleanup_dir DIR *d = fdopendir (dirfd);
-	struct dirent *e;
-
-	if (!d) {
-		close (dirfd);
-		return;
-	}
-	while ((e = readdir (d)) && s->seen < s->max) {
-		struct stat st;
-		if (strcmp (e->d_name, ".") == 0 || strcmp (e->d_name, "..") == 0)
-			continue;
-		s->seen++;
-		if (fstatat (dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
-		    || S_ISLNK (st.st_mode))
-			continue;
-		cleanup_free char *child = xasprintf ("%s/%s", path, e->d_name);
-		if (hidden (&st)) {
-			s->out = xrealloc (s->out, (s->n_out + 2) * sizeof *s->out);
-			s->out[s->n_out++] = steal_pointer (&child);
-			s->out[s->n_out] = NULL;
-		} else if (S_ISDIR (st.st_mode) && depth < SCAN_MAX_DEPTH) {
-			int fd = openat (dirfd, e->d_name,
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0)
-				scan_dir (s, fd, child, depth + 1);
-		}
-	}
-}
-
+/* The paths under dir that others cannot read (host-mask.c's walk, shared
+ * with the gVisor and Docker backends), NULL-terminated. */
 char **
-ab_microvm_unreadable (const char *dir, size_t max_entries, ab_error_t *err)
+ab_microvm_unreadable (const char *dir, ab_error_t *err)
 {
-	struct scan_s s = { .max = max_entries };
-	int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct ab_oci_mask_s *masks = NULL;
+	size_t n = 0;
+	char **out;
 
-	if (fd < 0)
-		return errno == ENOENT ? xcalloc (1, sizeof (char *))
-		                       : (ab_error (err, errno, AB_E_SYSTEM, "scan %s", dir), NULL);
-	scan_dir (&s, fd, dir, 0);
-	if (s.seen >= s.max) {
-		for (size_t i = 0; i < s.n_out; i++)
-			free (s.out[i]);
-		free (s.out);
-		ab_error (err, 0, AB_E_LIMIT, "%s has more than %zu entries to check", dir,
-		          max_entries);
+	if (ab_host_masks (dir, dir, &masks, &n, err) < 0)
 		return NULL;
-	}
-	return s.out ? s.out : xcalloc (1, sizeof (char *));
+	out = xcalloc (n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = steal_pointer (&masks[i].path);
+	ab_host_masks_free (masks, n);
+	return out;
 }
 
 /* ---- the layout ------------------------------------------------------------------ */
@@ -114,8 +60,8 @@ ab_microvm_unreadable (const char *dir, size_t max_entries, ab_error_t *err)
 static int
 host_root (struct ab_microvm_layout_s *l, ab_error_t *err)
 {
-	for (size_t i = 0; i < sizeof host_dirs / sizeof *host_dirs; i++) {
-		cleanup_free char *path = xasprintf ("/%s", host_dirs[i]);
+	for (size_t i = 0; ab_host_trees[i]; i++) {
+		const char *path = ab_host_trees[i];
 		char target[4096], tag[16];
 		struct stat st;
 		ssize_t n;
@@ -134,7 +80,7 @@ host_root (struct ab_microvm_layout_s *l, ab_error_t *err)
 			ab_vm_boot_add (&l->boot, AB_VM_RO, tag, path, NULL, 0);
 		}
 	}
-	l->masks = ab_microvm_unreadable ("/etc", SCAN_MAX_ENTRIES, err);
+	l->masks = ab_microvm_unreadable ("/etc", err);
 	if (!l->masks)
 		return -1;
 	for (size_t i = 0; l->masks[i]; i++)

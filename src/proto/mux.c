@@ -1,20 +1,8 @@
 /* The microVM multiplexer's frames (see mux.h and docs/microvm.md). */
 #include "proto/mux.h"
+#include "proto/bytes.h"
 
 #include <string.h>
-
-static void
-put_be32 (uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-static uint32_t
-get_be32 (const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* What each type allows: its payload length range and whether id 0 (the
  * stream itself) or a connection id is expected. */
@@ -56,14 +44,14 @@ static int
 check_payload (struct ab_mux_frame_s *f, ab_error_t *err)
 {
 	if (f->type == AB_MUX_HELLO) {
-		if (get_be32 (f->payload) != AB_MUX_MAGIC)
+		if (ab_get_be32 (f->payload) != AB_MUX_MAGIC)
 			return ab_error (err, 0, AB_E_INVALID, "mux: HELLO without the magic");
-		f->value = get_be32 (f->payload + 4);
+		f->value = ab_get_be32 (f->payload + 4);
 		if (f->value != AB_MUX_VERSION)
 			return ab_error (err, 0, AB_E_INVALID, "mux: version %u (we speak %u)",
 			                 f->value, AB_MUX_VERSION);
 	} else if (f->type == AB_MUX_CREDIT) {
-		f->value = get_be32 (f->payload);
+		f->value = ab_get_be32 (f->payload);
 		if (f->value == 0 || f->value > AB_MUX_WINDOW)
 			return ab_error (err, 0, AB_E_INVALID, "mux: CREDIT of %u bytes", f->value);
 	}
@@ -78,8 +66,8 @@ ab_mux_decode (const uint8_t *buf, size_t n, struct ab_mux_frame_s *f, size_t *u
 		return 0;
 	memset (f, 0, sizeof *f);
 	f->type = buf[0];
-	f->id = get_be32 (buf + 1);
-	f->len = get_be32 (buf + 5);
+	f->id = ab_get_be32 (buf + 1);
+	f->len = ab_get_be32 (buf + 5);
 	if (check_header (f->type, f->id, f->len, err) < 0)
 		return -1;
 	if (n - AB_MUX_HEADER < f->len)
@@ -95,8 +83,8 @@ size_t
 ab_mux_put_header (uint8_t *out, uint8_t type, uint32_t id, uint32_t len)
 {
 	out[0] = type;
-	put_be32 (out + 1, id);
-	put_be32 (out + 5, len);
+	ab_put_be32 (out + 1, id);
+	ab_put_be32 (out + 5, len);
 	return AB_MUX_HEADER;
 }
 
@@ -104,8 +92,8 @@ size_t
 ab_mux_put_hello (uint8_t *out)
 {
 	ab_mux_put_header (out, AB_MUX_HELLO, 0, 8);
-	put_be32 (out + AB_MUX_HEADER, AB_MUX_MAGIC);
-	put_be32 (out + AB_MUX_HEADER + 4, AB_MUX_VERSION);
+	ab_put_be32 (out + AB_MUX_HEADER, AB_MUX_MAGIC);
+	ab_put_be32 (out + AB_MUX_HEADER + 4, AB_MUX_VERSION);
 	return AB_MUX_HEADER + 8;
 }
 
@@ -113,6 +101,6 @@ size_t
 ab_mux_put_credit (uint8_t *out, uint32_t id, uint32_t n)
 {
 	ab_mux_put_header (out, AB_MUX_CREDIT, id, 4);
-	put_be32 (out + AB_MUX_HEADER, n);
+	ab_put_be32 (out + AB_MUX_HEADER, n);
 	return AB_MUX_HEADER + 4;
 }

@@ -3,26 +3,7 @@
 
 #include "base/xalloc.h"
 #include "proto/proto.h"
-
-static void
-put_be16 (uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put_be32 (uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-static uint32_t
-get_be32 (const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
+#include "proto/bytes.h"
 
 void
 ab_tlv_put (struct ab_tlv_writer_s *w, uint16_t tag, const void *value, size_t len)
@@ -32,8 +13,8 @@ ab_tlv_put (struct ab_tlv_writer_s *w, uint16_t tag, const void *value, size_t l
 		w->cap = need * 2 < 256 ? 256 : need * 2;
 		w->buf = xrealloc (w->buf, w->cap);
 	}
-	put_be16 (w->buf + w->len, tag);
-	put_be32 (w->buf + w->len + 2, (uint32_t)len);
+	ab_put_be16 (w->buf + w->len, tag);
+	ab_put_be32 (w->buf + w->len + 2, (uint32_t)len);
 	if (len)
 		memcpy (w->buf + w->len + 6, value, len);
 	w->len = need;
@@ -49,7 +30,7 @@ void
 ab_tlv_put_u32 (struct ab_tlv_writer_s *w, uint16_t tag, uint32_t v)
 {
 	uint8_t b[4];
-	put_be32 (b, v);
+	ab_put_be32 (b, v);
 	ab_tlv_put (w, tag, b, sizeof b);
 }
 
@@ -57,8 +38,8 @@ void
 ab_tlv_put_u64 (struct ab_tlv_writer_s *w, uint16_t tag, uint64_t v)
 {
 	uint8_t b[8];
-	put_be32 (b, (uint32_t)(v >> 32));
-	put_be32 (b + 4, (uint32_t)v);
+	ab_put_be32 (b, (uint32_t)(v >> 32));
+	ab_put_be32 (b + 4, (uint32_t)v);
 	ab_tlv_put (w, tag, b, sizeof b);
 }
 
@@ -87,7 +68,7 @@ ab_tlv_next (struct ab_tlv_reader_s *r, struct ab_tlv_s *out, ab_error_t *err)
 		return 0;
 	if (left < 6)
 		return ab_error (err, 0, AB_E_INVALID, "truncated TLV record header");
-	len = get_be32 (r->buf + r->off + 2);
+	len = ab_get_be32 (r->buf + r->off + 2);
 	if (len > left - 6)
 		return ab_error (err, 0, AB_E_INVALID, "TLV record length %u exceeds payload", len);
 	out->tag = (uint16_t)(r->buf[r->off] << 8 | r->buf[r->off + 1]);
@@ -103,7 +84,7 @@ ab_tlv_u32 (const struct ab_tlv_s *t, uint32_t *v, ab_error_t *err)
 	if (t->length != 4)
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 4 bytes, got %u",
 		                 t->tag, t->length);
-	*v = get_be32 (t->value);
+	*v = ab_get_be32 (t->value);
 	return 0;
 }
 
@@ -113,7 +94,7 @@ ab_tlv_u64 (const struct ab_tlv_s *t, uint64_t *v, ab_error_t *err)
 	if (t->length != 8)
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: expected 8 bytes, got %u",
 		                 t->tag, t->length);
-	*v = (uint64_t)get_be32 (t->value) << 32 | get_be32 (t->value + 4);
+	*v = (uint64_t)ab_get_be32 (t->value) << 32 | ab_get_be32 (t->value + 4);
 	return 0;
 }
 
@@ -131,20 +112,20 @@ void
 ab_proto_encode_header (uint8_t out[AB_PROTO_HEADER_SIZE], uint16_t type, uint32_t channel,
                         uint32_t length)
 {
-	put_be32 (out, length);
-	put_be16 (out + 4, type);
-	put_be16 (out + 6, 0);
-	put_be32 (out + 8, channel);
+	ab_put_be32 (out, length);
+	ab_put_be16 (out + 4, type);
+	ab_put_be16 (out + 6, 0);
+	ab_put_be32 (out + 8, channel);
 }
 
 int
 ab_proto_decode_header (const uint8_t in[AB_PROTO_HEADER_SIZE], struct ab_frame_s *frame,
                         ab_error_t *err)
 {
-	frame->length = get_be32 (in);
+	frame->length = ab_get_be32 (in);
 	frame->type = (uint16_t)(in[4] << 8 | in[5]);
 	frame->flags = (uint16_t)(in[6] << 8 | in[7]);
-	frame->channel = get_be32 (in + 8);
+	frame->channel = ab_get_be32 (in + 8);
 	frame->payload = NULL;
 	if (frame->length > AB_PROTO_MAX_PAYLOAD)
 		return ab_error (err, 0, AB_E_LIMIT, "frame of %u bytes exceeds the %u-byte limit",

@@ -198,7 +198,8 @@ test_unreadable (void **state)
 	snprintf (link, sizeof link, "%s/link", tmp);
 	assert_int_equal (symlink ("shadow", link), 0);
 
-	v = ab_microvm_unreadable (tmp, 1000, &err);
+	chmod (tmp, 0755); /* a closed top directory would be masked whole */
+	v = ab_microvm_unreadable (tmp, &err);
 	assert_non_null (v);
 	for (; v[n]; n++)
 		;
@@ -211,11 +212,8 @@ test_unreadable (void **state)
 		free (v[i]);
 	free (v);
 
-	/* Bounded: too many entries is an error, not a partial list. */
-	assert_null (ab_microvm_unreadable (tmp, 3, &err));
-	assert_int_equal (err.kind, AB_E_LIMIT);
 	/* A missing directory has nothing to hide. */
-	v = ab_microvm_unreadable ("/nonexistent-dir-for-test", 10, &err);
+	v = ab_microvm_unreadable ("/nonexistent-dir-for-test", &err);
 	assert_non_null (v);
 	assert_null (v[0]);
 	free (v);
