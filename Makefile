@@ -40,7 +40,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-asan integration conformance deps format format-check clang-build
+.PHONY: all check demo bench install clean unit unit-asan integration conformance guest deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
@@ -112,6 +112,13 @@ unit-asan:
 integration: all $(HELPER_BIN)
 	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) AGENTBOX_BACKEND=native \
 		bats --print-output-on-failure tests/integration
+
+# The microVM guest (vmlinux + an initramfs whose /init is the agent) from
+# Debian's linux-image-amd64, into /var/lib/agentbox/guest (or
+# $AGENTBOX_GUEST_DIR).
+guest: all
+	scripts/install-deps microvm
+	scripts/build-guest --agent $(BUILD)/agentbox-agent
 
 # The conformance and attack suites once more per backend (gVisor, Docker
 # when a test dockerd starts, native over protocol v2).
