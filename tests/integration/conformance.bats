@@ -82,8 +82,8 @@ our_monitors() {
 }
 
 @test "coreutils work: ls DIR, ls -l, stat (gVisor: through the statx shim)" {
-	echo hi >"$WS/f"
-	run abrun -- sh -c 'ls /workspace; ls -l /workspace/f | cut -d" " -f1; stat -c %s /workspace/f'
+	mkdir "$WS/d" && echo hi >"$WS/d/f"
+	run abrun -- sh -c 'ls /workspace/d; ls -l /workspace/d/f | cut -d" " -f1; stat -c %s /workspace/d/f'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = f ]
