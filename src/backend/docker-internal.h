@@ -3,6 +3,7 @@
 #define AB_BACKEND_DOCKER_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -28,11 +29,12 @@
 
 /* What `docker run` needs besides the spec; every path is on the host. */
 struct ab_docker_run_s {
-	const char *client;     /* the docker CLI */
-	const char *name;       /* container name */
-	const char *image;      /* AB_DOCKER_EMPTY_IMAGE or an imported --rootfs */
-	const char *agent_path; /* agentbox-agent */
-	const char *door_dir;   /* bound at AB_DOCKER_DOOR */
+	const char *client;        /* the docker CLI */
+	const char *name;          /* container name */
+	const char *image;         /* AB_DOCKER_EMPTY_IMAGE or an imported --rootfs */
+	const char *agent_path;    /* agentbox-agent */
+	const char *door_dir;      /* bound at AB_DOCKER_DOOR */
+	const char *monitor_label; /* ab_docker_monitor_label, or NULL */
 	/* Host-root layout only (ignored with spec->rootfs): */
 	char **trees;          /* the host trees that exist, bound read-only at the same path */
 	const char *mask_file; /* the covers (ab_host_mask_covers): an empty file ... */
@@ -48,6 +50,17 @@ struct ab_docker_run_s {
  * (a path with a comma, a tmpfs destination with a colon). */
 char **ab_docker_run_argv (const struct ab_spec_s *spec, const struct ab_docker_run_s *r,
                            ab_error_t *err);
+
+/* docker-sweep.c: containers whose monitor is gone (SIGKILLed). */
+#define AB_DOCKER_MONITOR_LABEL "agentbox.monitor"
+/* "agentbox.monitor=BOOT_ID/PIDNS/PID/START" for the calling process (the
+ * monitor), or NULL. */
+char *ab_docker_monitor_label (void);
+/* Does a label value name a monitor of this boot and pid namespace that is
+ * gone?  False for anything malformed or foreign. */
+bool ab_docker_monitor_gone (const char *value, const char *boot, uint64_t pidns);
+/* Remove such containers, from a detached process (never waited for). */
+void ab_docker_sweep_async (const char *client);
 
 /* ab_host_masks (host-mask.h) of dir, as the two lists ab_docker_run_s
  * takes: the files and the directories below dir that "others" cannot

@@ -210,6 +210,8 @@ ab_docker_run_argv (const struct ab_spec_s *spec, const struct ab_docker_run_s *
 	push2 (&a, "--pull", "never"); /* images are imported locally, never pulled */
 	push (&a, name);
 	push2 (&a, "--label", "agentbox=1");
+	if (r->monitor_label)
+		push2 (&a, "--label", r->monitor_label);
 	if (spec->service_socket) {
 		/* Which sandbox a container is, for `docker ps --filter label=...`. */
 		cleanup_free char *label = xasprintf ("agentbox.socket=%s", spec->service_socket);

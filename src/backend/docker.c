@@ -160,12 +160,14 @@ static int
 run_container (struct docker_ctx_s *c, const struct ab_spec_s *spec, ab_error_t *err)
 {
 	char image[128];
+	cleanup_free char *label = ab_docker_monitor_label (); /* we are the monitor */
 	struct ab_docker_run_s r = {
 		.client = c->client,
 		.name = c->name,
 		.image = image,
 		.agent_path = c->agent_path,
 		.door_dir = c->door,
+		.monitor_label = label,
 		.mask_file = c->mask,
 		.mask_dir = c->mask_dir,
 	};
@@ -290,10 +292,13 @@ docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error
 	 * (Where its pid is not visible from here, `docker wait` stays.) */
 	pid = agent_pid (spec->service_socket);
 	agent = pid > 0 ? ab_sys_pidfd_open (pid, 0) : -1;
-	if (agent < 0 && wait_fd >= 0)
-		return steal_fd (&wait_fd);
-	if (agent < 0)
+	if (agent < 0 && wait_fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "watch the container's agent");
+	/* Ours is up: now is a good time to remove what SIGKILLed monitors
+	 * left behind (off our path: a detached process). */
+	ab_docker_sweep_async (c->client);
+	if (agent < 0)
+		return steal_fd (&wait_fd);
 	end_wait_child (c);
 	return agent;
 }

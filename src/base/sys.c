@@ -1,9 +1,14 @@
 #include "base/sys.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "base/cleanup.h"
 
 int
 ab_sys_openat2 (int dirfd, const char *path, uint64_t flags, uint64_t resolve)
@@ -111,4 +116,30 @@ ab_mono_us (void)
 	struct timespec ts;
 	clock_gettime (CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+uint64_t
+ab_proc_start_time (pid_t pid)
+{
+	char path[64], buf[1024];
+	cleanup_close int fd = -1;
+	ssize_t n;
+	char *p;
+	unsigned long long st = 0;
+
+	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open (path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and ')': fields start after the last ')'. */
+	p = strrchr (buf, ')');
+	if (!p
+	    || sscanf (p + 2,
+	               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+	               "%*d %llu",
+	               &st)
+	               != 1)
+		return 0;
+	return st;
 }

@@ -28,6 +28,10 @@ int ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags);
 /* clone(2) without a new stack: returns twice like fork(2). */
 pid_t ab_sys_clone_fork (unsigned long flags);
 
+/* Field 22 of /proc/PID/stat (start time in clock ticks since boot): with
+ * the pid, names one process for its whole life; 0 when it is gone. */
+uint64_t ab_proc_start_time (pid_t pid);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t ab_mono_us (void);
 

@@ -130,7 +130,6 @@ int ab_daemon_adopt (struct ab_daemon_s *d, ab_error_t *err);
 ab_agent_conn_t *ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 /* pidfd of the monitor if pid really is sandbox `id`'s monitor started at `start`. */
 int ab_monitor_open (pid_t pid, uint64_t start, const char *id, ab_error_t *err);
-uint64_t ab_proc_start_time (pid_t pid);
 
 /* --- spawn.c --- */
 struct ab_spawn_result_s {

@@ -46,32 +46,6 @@ make_id (char id[AB_BOX_ID_LEN + 1])
 		snprintf (id + 2 * i, 3, "%02x", raw[i]);
 }
 
-uint64_t
-ab_proc_start_time (pid_t pid)
-{
-	char path[64], buf[1024];
-	cleanup_close int fd = -1;
-	ssize_t n;
-	char *p;
-	unsigned long long st = 0;
-
-	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open (path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* comm may hold spaces and ')': fields start after the last ')'. */
-	p = strrchr (buf, ')');
-	if (!p
-	    || sscanf (p + 2,
-	               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-	               "%*d %llu",
-	               &st)
-	               != 1)
-		return 0;
-	return st;
-}
-
 /* Is pid the monitor of sandbox id?  Its comm is agentbox-mon and, being a
  * fork of `agentbox __create-sandbox ID`, its cmdline names the id. */
 static bool

@@ -145,6 +145,33 @@ proc" ]
 	assert_nothing_left "$SNAPSHOT"
 }
 
+@test "orphans: a container whose monitor was SIGKILLed is removed after the next sandbox starts" {
+	daemon_start
+	local id1 id2 c1 c2 mon i
+	id1="$(ab create --backend docker --no-workspace)"
+	c1="$(container_of "$id1")"
+	[ -n "$c1" ]
+	"$DOCKER" inspect -f '{{index .Config.Labels "agentbox.monitor"}}' "$c1" | grep -Eq '^[0-9a-f-]{36}/[0-9]+/[0-9]+/[0-9]+$'
+	mon="$(api "/v1/sandboxes/$id1" | jq -r .monitor_pid)"
+	kill -KILL "$mon"
+	monitor_gone "$mon"
+	# The container lives on: containerd, not the monitor, is its parent.
+	[ -n "$("$DOCKER" ps -q --filter "id=$c1")" ]
+	id2="$(ab create --backend docker --no-workspace)"
+	c2="$(container_of "$id2")"
+	for ((i = 0; i < 150; i++)); do
+		[ -z "$("$DOCKER" ps -aq --filter "id=$c1")" ] && break
+		sleep 0.1
+	done
+	[ -z "$("$DOCKER" ps -aq --filter "id=$c1")" ]
+	# The live sandbox is untouched and still answers.
+	[ -n "$("$DOCKER" ps -q --filter "id=$c2")" ]
+	run ab exec "$id2" -- echo alive
+	[ "$output" = alive ]
+	ab rm -f "$id1" >/dev/null 2>&1 || true
+	ab rm -f "$id2"
+}
+
 @test "daemon restart: a docker sandbox is adopted by the next daemon, its processes intact" {
 	daemon_start
 	id="$(ab create --backend docker --workspace "$WS")"

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -416,6 +417,41 @@ test_rootfs_tag (void **state)
 	assert_int_equal (err.kind, AB_E_INVALID);
 }
 
+/* The orphan sweep judges only monitors of this boot and pid namespace,
+ * and only by pid + start time. */
+static void
+test_monitor_label (void **state)
+{
+	cleanup_free char *label = ab_docker_monitor_label ();
+	char boot[40], v[160];
+	uint64_t ns, start;
+	int pid;
+
+	(void)state;
+	assert_non_null (label);
+	assert_int_equal (sscanf (label, "agentbox.monitor=%39[^/]/%" SCNu64 "/%d/%" SCNu64, boot,
+	                          &ns, &pid, &start),
+	                  4);
+	assert_int_equal (pid, (int)getpid ());
+	/* Our own (alive) monitor identity: not gone. */
+	assert_false (ab_docker_monitor_gone (strchr (label, '=') + 1, boot, ns));
+	/* Same pid, another start time: that monitor is gone (pid reused). */
+	snprintf (v, sizeof v, "%s/%" PRIu64 "/%d/%" PRIu64, boot, ns, pid, start + 1);
+	assert_true (ab_docker_monitor_gone (v, boot, ns));
+	/* Another boot or pid namespace: not ours to judge. */
+	snprintf (v, sizeof v, "%s/%" PRIu64 "/%d/%" PRIu64, "other-boot", ns, pid, start + 1);
+	assert_false (ab_docker_monitor_gone (v, boot, ns));
+	snprintf (v, sizeof v, "%s/%" PRIu64 "/%d/%" PRIu64, boot, ns + 1, pid, start + 1);
+	assert_false (ab_docker_monitor_gone (v, boot, ns));
+	/* Malformed: left alone. */
+	assert_false (ab_docker_monitor_gone ("", boot, ns));
+	assert_false (ab_docker_monitor_gone ("x/1/2", boot, ns));
+	snprintf (v, sizeof v, "%s/%" PRIu64 "/%d/%" PRIu64 "junk", boot, ns, pid, start + 1);
+	assert_false (ab_docker_monitor_gone (v, boot, ns));
+	snprintf (v, sizeof v, "%s/%" PRIu64 "/0/%" PRIu64, boot, ns, start + 1);
+	assert_false (ab_docker_monitor_gone (v, boot, ns));
+}
+
 int
 main (void)
 {
@@ -427,6 +463,7 @@ main (void)
 		cmocka_unit_test (test_scan_unreadable),
 		cmocka_unit_test (test_rootfs_tag),
 		cmocka_unit_test (test_scan_limit),
+		cmocka_unit_test (test_monitor_label),
 	};
 	return cmocka_run_group_tests (tests, make_tree, remove_tree);
 }
