@@ -18,67 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon-http.h"
+
 extern char **environ;
-
-static long long
-now_us (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
-static int
-dial (const char *path)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket (AF_UNIX, SOCK_STREAM, 0);
-	snprintf (sun.sun_path, sizeof sun.sun_path, "%s", path);
-	if (fd < 0 || connect (fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-		perror ("connect");
-		exit (1);
-	}
-	return fd;
-}
-
-/* One request and its whole response (Content-Length bodies only); the
- * body is copied to out (NUL-terminated).  Returns the status. */
-static int
-call (int fd, const char *method, const char *path, const char *body, char *out, size_t cap)
-{
-	static char buf[1 << 16];
-	char req[2048];
-	size_t n = 0, blen = body ? strlen (body) : 0;
-	int len = snprintf (req, sizeof req,
-	                    "%s %s HTTP/1.1\r\nHost: b\r\nContent-Length: %zu\r\n\r\n%s", method,
-	                    path, blen, body ? body : "");
-	char *end;
-	long clen = 0;
-	int status;
-
-	if (write (fd, req, (size_t)len) != len)
-		exit (1);
-	for (;;) {
-		ssize_t r = read (fd, buf + n, sizeof buf - 1 - n);
-		if (r <= 0)
-			exit (1);
-		n += (size_t)r;
-		buf[n] = 0;
-		if ((end = strstr (buf, "\r\n\r\n"))) {
-			char *cl = strcasestr (buf, "content-length:");
-			clen = cl ? atol (cl + 15) : 0;
-			if ((size_t)(end + 4 - buf) + (size_t)clen <= n)
-				break;
-		}
-	}
-	status = atoi (buf + 9);
-	if (out) {
-		size_t k = (size_t)clen < cap - 1 ? (size_t)clen : cap - 1;
-		memcpy (out, end + 4, k);
-		out[k] = 0;
-	}
-	return status;
-}
 
 static void
 rtt (const char *sock, const char *id, int n)
