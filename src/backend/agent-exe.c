@@ -14,13 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/native-internal.h"
+#include "backend/agent-exe.h"
 #include "base/compat.h"
 #include "base/xalloc.h"
 #include "isolate/mountfd.h"
 
 char *
-ab_native_agent_path (ab_error_t *err)
+ab_agent_exe_path (ab_error_t *err)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
@@ -42,7 +42,7 @@ ab_native_agent_path (ab_error_t *err)
 }
 
 int
-ab_native_agent_mount (const char *path, ab_error_t *err)
+ab_agent_exe_mount (const char *path, ab_error_t *err)
 {
 	int fd = ab_mountfd_clone (AT_FDCWD, path,
 	                           MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);

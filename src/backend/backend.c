@@ -159,3 +159,25 @@ ab_backend_select (const char *name, ab_error_t *err)
 	ab_error (err, 0, AB_E_SYSTEM, "no working backend (%s); see `agentbox doctor`", reasons);
 	return NULL;
 }
+
+int
+ab_backend_check (const struct ab_backend_ops_s *ops, ab_error_t *err)
+{
+	bool pause = ops->pause && ops->resume;
+
+	if ((ops->pause == NULL) != (ops->resume == NULL))
+		return ab_error (err, 0, AB_E_INTERNAL, "%s: pause without resume", ops->name);
+	if (!!(ops->features & AB_BACKEND_PAUSE) != pause)
+		return ab_error (err, 0, AB_E_INTERNAL, "%s: the pause flag and slots disagree",
+		                 ops->name);
+	if (!!(ops->features & AB_BACKEND_SNAPSHOT) != (ops->snapshot != NULL))
+		return ab_error (err, 0, AB_E_INTERNAL, "%s: the snapshot flag and slot disagree",
+		                 ops->name);
+	if (!ops->create || !ops->kill || !ops->destroy || !ops->probe)
+		return ab_error (err, 0, AB_E_INTERNAL, "%s: an operation is missing", ops->name);
+	if (!ops->monitor || !ops->monitor->start || !ops->monitor->stop
+	    || ops->monitor->stop_timeout_ms <= 0)
+		return ab_error (err, 0, AB_E_INTERNAL, "%s: its monitor hooks are incomplete",
+		                 ops->name);
+	return 0;
+}

@@ -30,9 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/agent-exe.h"
 #include "backend/host-mask.h"
 #include "backend/monitor.h"
-#include "backend/native-internal.h"
 #include "backend/sandbox-dir.h"
 #include "base/cleanup.h"
 #include "base/sys.h"
@@ -303,26 +303,28 @@ docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error
 	return agent;
 }
 
-static void
-docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id)
+static int
+docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
 {
 	struct docker_ctx_s *c = vctx;
 	char *rm[] = { (char *)c->client, (char *)"rm", (char *)"--force", c->name, NULL };
 	ab_error_t ignored = AB_ERROR_INIT;
 	cleanup_free char *target = xasprintf ("%s/agent.sock", c->door);
 
-	(void)id;
+	(void)id, (void)err;
 	end_wait_child (c);
 	if (c->ran)
 		ab_run_tool (rm, NULL, 0, RM_TIMEOUT_MS, &ignored);
 	c->ran = false;
 	remove_door (c);
 	ab_service_link_remove (spec->service_socket, target);
+	return 0;
 }
 
 static const struct ab_monitor_ops_s docker_monitor_ops = {
 	.start = docker_start,
 	.stop = docker_stop,
+	.stop_timeout_ms = TERMINATE_MS,
 };
 
 /* ---- the backend ----------------------------------------------------- */
@@ -335,20 +337,15 @@ docker_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	int r;
 
 	(void)stdio; /* service mode: no fd reaches the sandbox at creation */
-	memset (sb, 0, sizeof *sb);
-	sb->backend = &ab_backend_docker;
-	sb->agent_fd = -1;
-	sb->monitor_fd = -1;
-	ab_backend_make_id (sb->id);
-	if (!spec->service_socket)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "the docker backend runs sandboxes in service mode only");
+	ab_sandbox_begin (sb, &ab_backend_docker);
+	if (ab_monitor_require_service (spec, "docker", err) < 0)
+		return -1;
 	if (geteuid () != 0)
 		return ab_error (
 		        err, EPERM, AB_E_DENIED,
 		        "the docker backend needs root (the agent's socket in the container "
 		        "is root's)");
-	c.agent_path = ab_native_agent_path (err);
+	c.agent_path = ab_agent_exe_path (err);
 	if (!c.agent_path)
 		return -1;
 	c.dir = xasprintf ("%s.docker", spec->service_socket);
@@ -356,7 +353,7 @@ docker_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	c.mask = xasprintf ("%s/" MASK_FILE_NAME, c.dir);
 	c.mask_dir = xasprintf ("%s/" MASK_DIR_NAME, c.dir);
 	snprintf (c.name, sizeof c.name, "agentbox-%s", sb->id);
-	r = ab_monitor_spawn (spec, sb->id, &docker_monitor_ops, &c, sb, err);
+	r = ab_monitor_spawn (spec, &c, NULL, 0, sb, err);
 	/* For destroy's report, when it runs in this process (agentbox run). */
 	if (r == 0)
 		sb->priv = (void *)(intptr_t)agent_pid (spec->service_socket);
@@ -369,23 +366,19 @@ docker_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 }
 
 static int
-docker_kill (struct ab_sandbox_s *sb, ab_error_t *err)
-{
-	return ab_monitor_terminate (sb->monitor_pid, TERMINATE_MS, err);
-}
-
-static int
 docker_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
 {
 	pid_t agent = (pid_t)(intptr_t)sb->priv;
+	struct ab_sandbox_exit_s seen = { 0 };
+	int r;
 
-	memset (ex, 0, sizeof *ex);
 	/* Before `docker rm` removes the cgroups; the pid is still the
 	 * container's agent while it is PID 1 of a namespace. */
 	if (agent > 0 && is_namespace_init (agent))
-		ab_docker_cgroup_stats (agent, ex);
-	/* No stats op: the monitor sends no report and leaves *ex as read. */
-	return ab_monitor_destroy (sb, TERMINATE_MS, ex, err);
+		ab_docker_cgroup_stats (agent, &seen);
+	r = ab_monitor_destroy (sb, ex, err);
+	*ex = seen; /* the monitor has no stats op: these are the stats */
+	return r;
 }
 
 const struct ab_backend_ops_s ab_backend_docker = {
@@ -398,6 +391,7 @@ const struct ab_backend_ops_s ab_backend_docker = {
 	        "(no user namespace): unreadable /etc entries are masked",
 	.probe = ab_docker_probe,
 	.create = docker_create,
-	.kill = docker_kill,
+	.kill = ab_monitor_kill,
 	.destroy = docker_destroy,
+	.monitor = &docker_monitor_ops,
 };

@@ -22,9 +22,9 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "backend/agent-exe.h"
 #include "backend/gvisor-internal.h"
 #include "backend/monitor.h"
-#include "backend/native-internal.h"
 #include "backend/oci-bundle.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
@@ -121,12 +121,12 @@ gvisor_start (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_
 	return g->keeper_pidfd;
 }
 
-static void
-gvisor_stop (void *ctx, const struct ab_spec_s *spec, const char *id)
+static int
+gvisor_stop (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
 {
 	struct ab_gvisor_s *g = ctx;
 
-	(void)id;
+	(void)id, (void)err;
 	ab_gvisor_keeper_stop (g);
 	/* After runsc: what it left (a sentry stuck in the group) is killed. */
 	ab_cgroup_destroy (g->cgroup, &(ab_error_t)AB_ERROR_INIT);
@@ -135,16 +135,18 @@ gvisor_stop (void *ctx, const struct ab_spec_s *spec, const char *id)
 		ab_gvisor_remove_link (g, spec);
 		ab_gvisor_remove_dir (g);
 	}
+	return 0;
 }
 
 static void
-gvisor_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex)
+gvisor_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex,
+              ab_error_t *err)
 {
 	struct ab_gvisor_s *g = ctx;
 	struct ab_cgroup_stats_s st;
 	ab_error_t ignored = AB_ERROR_INIT;
 
-	(void)spec;
+	(void)spec, (void)err;
 	if (!g->cgroup || ab_cgroup_stats (g->cgroup, &st, &ignored) < 0)
 		return;
 	ex->oom_killed = st.oom_killed;
@@ -156,6 +158,7 @@ static const struct ab_monitor_ops_s gvisor_monitor = {
 	.start = gvisor_start,
 	.stop = gvisor_stop,
 	.stats = gvisor_stats,
+	.stop_timeout_ms = AB_GVISOR_STOP_TIMEOUT_MS + 5000,
 };
 
 static void
@@ -187,9 +190,8 @@ shim_beside (const char *agent)
 static int
 check_spec (const struct ab_spec_s *spec, ab_error_t *err)
 {
-	if (!spec->service_socket)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "the gvisor backend runs sandboxes in service mode only");
+	if (ab_monitor_require_service (spec, "gvisor", err) < 0)
+		return -1;
 	/* proxy: still runsc --network=none (loopback only); the agent's
 	 * listener on 127.0.0.1 is forwarded as streams (session/forward.h). */
 	if (spec->network != AB_NETWORK_NONE && spec->network != AB_NETWORK_PROXY)
@@ -206,36 +208,18 @@ gvisor_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 	int r = -1;
 
 	(void)stdio; /* no fd passing into gVisor */
-	memset (sb, 0, sizeof *sb);
-	sb->backend = &ab_backend_gvisor;
-	sb->agent_fd = -1;
-	sb->monitor_pid = -1;
-	sb->monitor_fd = -1;
-	ab_backend_make_id (sb->id);
+	ab_sandbox_begin (sb, &ab_backend_gvisor);
 	if (check_spec (spec, err) < 0)
 		return -1;
-	if ((g.runsc = ab_runsc_find (err)) && (g.agent = ab_native_agent_path (err))
+	if ((g.runsc = ab_runsc_find (err)) && (g.agent = ab_agent_exe_path (err))
 	    && ab_runsc_platform (&g.platform, err) == 0) {
 		g.shim = shim_beside (g.agent);
 		g.dir = xasprintf ("%s.d", spec->service_socket);
 		g.cid = xasprintf ("%s%s", AB_GVISOR_CID_PREFIX, sb->id);
-		r = ab_monitor_spawn (spec, sb->id, &gvisor_monitor, &g, sb, err);
+		r = ab_monitor_spawn (spec, &g, NULL, 0, sb, err);
 	}
 	gvisor_free (&g);
 	return r;
-}
-
-static int
-gvisor_kill (struct ab_sandbox_s *sb, ab_error_t *err)
-{
-	return ab_monitor_terminate (sb->monitor_pid, AB_GVISOR_STOP_TIMEOUT_MS + 5000, err);
-}
-
-static int
-gvisor_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
-{
-	memset (ex, 0, sizeof *ex);
-	return ab_monitor_destroy (sb, AB_GVISOR_STOP_TIMEOUT_MS + 5000, ex, err);
 }
 
 /* Precise reasons first (no runsc, not root, a runsc that does not answer
@@ -253,7 +237,7 @@ gvisor_probe (struct ab_probe_result_s *result)
 	} else if (geteuid () != 0) {
 		ab_error (&err, 0, AB_E_DENIED, "runsc needs root (agentbox runs it rootful)");
 	} else if (ab_runsc_version (runsc, version, sizeof version, &err) == 0
-	           && (agent = ab_native_agent_path (&err)) != NULL) {
+	           && (agent = ab_agent_exe_path (&err)) != NULL) {
 		ab_backend_service_probe (&ab_backend_gvisor, result);
 		snprintf (reason, sizeof reason, "runsc %s%s%s: %s", version,
 		          platform ? ", platform " : "", platform ? platform : "", result->reason);
@@ -277,6 +261,7 @@ const struct ab_backend_ops_s ab_backend_gvisor = {
 	        "reported as OOM), pids in gVisor's own cgroup",
 	.probe = gvisor_probe,
 	.create = gvisor_create,
-	.kill = gvisor_kill,
-	.destroy = gvisor_destroy,
+	.kill = ab_monitor_kill,
+	.destroy = ab_monitor_destroy,
+	.monitor = &gvisor_monitor,
 };

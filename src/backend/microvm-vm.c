@@ -33,6 +33,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "backend/service-socket.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
@@ -334,27 +335,6 @@ await_hello (struct ab_microvm_s *vm, ab_error_t *err)
 	return 0;
 }
 
-/* The host end of the door: created only once the agent is ready, so a
- * client that connects always reaches it.  0600, like the native one. */
-static int
-listen_service (const char *path, ab_error_t *err)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	cleanup_close int fd = -1;
-	struct stat st;
-
-	if (strlen (path) >= sizeof sun.sun_path)
-		return ab_error (err, 0, AB_E_INVALID, "socket path %s is too long", path);
-	strcpy (sun.sun_path, path);
-	if (lstat (path, &st) == 0 && (!S_ISSOCK (st.st_mode) || unlink (path) < 0))
-		return ab_error (err, EEXIST, AB_E_CONFLICT, "%s", path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind (fd, (struct sockaddr *)&sun, sizeof sun) < 0 || chmod (path, 0600) < 0
-	    || listen (fd, 128) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "agent socket %s", path);
-	return steal_fd (&fd);
-}
-
 /* ---- the monitor's operations ------------------------------------------------------ */
 
 static int
@@ -415,7 +395,9 @@ vm_start (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *e
 	ab_mux_relay_send_hello (vm->relay);
 	if (add_fd (vm, vm->qemu_pidfd) < 0 || await_hello (vm, err) < 0)
 		return -1;
-	vm->listen_fd = listen_service (spec->service_socket, err);
+	/* The host end of the door: created only once the agent is ready,
+	 * so a client that connects always reaches it. */
+	vm->listen_fd = ab_service_socket_listen (spec->service_socket, SOCK_NONBLOCK, err);
 	if (vm->listen_fd < 0 || add_fd (vm, vm->listen_fd) < 0)
 		return -1;
 	return vm->qemu_pidfd;
@@ -449,8 +431,8 @@ remove_rundir (struct ab_microvm_s *vm)
 	vm->rundir[0] = '\0';
 }
 
-static void
-vm_stop (void *ctx, const struct ab_spec_s *spec, const char *id)
+static int
+vm_stop (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
 {
 	struct ab_microvm_s *vm = ctx;
 
@@ -469,13 +451,14 @@ vm_stop (void *ctx, const struct ab_spec_s *spec, const char *id)
 			*fds[i] = -1;
 		}
 	remove_rundir (vm);
+	return 0;
 }
 
 /* What the host saw: QEMU's CPU time and peak resident memory (the guest's
  * RAM it touched plus its own), and whether the guest kernel OOM-killed a
  * command (it says so on the console, which commands cannot write to). */
 static void
-vm_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex)
+vm_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex, ab_error_t *err)
 {
 	struct ab_microvm_s *vm = ctx;
 	cleanup_free char *log = xasprintf ("%s/%s", vm->rundir, CONSOLE_LOG);
@@ -511,4 +494,5 @@ const struct ab_monitor_ops_s ab_microvm_monitor_ops = {
 	.stop = vm_stop,
 	.serve = vm_serve,
 	.stats = vm_stats,
+	.stop_timeout_ms = 15000,
 };

@@ -108,14 +108,10 @@ microvm_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbo
 {
 	struct ab_microvm_s vm = { 0 };
 
-	memset (sb, 0, sizeof *sb);
-	sb->backend = &ab_backend_microvm;
-	sb->agent_fd = -1;
-	sb->monitor_fd = -1;
-	ab_backend_make_id (sb->id);
-	if (!spec->service_socket)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "microvm runs sandboxes in service mode only");
+	(void)stdio; /* no fd passing into the VM */
+	ab_sandbox_begin (sb, &ab_backend_microvm);
+	if (ab_monitor_require_service (spec, "microvm", err) < 0)
+		return -1;
 	vm.kvm = !spec->microvm_accel || strcmp (spec->microvm_accel, "tcg") != 0;
 	if (check_all (vm.kvm, err) < 0)
 		return -1;
@@ -123,22 +119,9 @@ microvm_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbo
 	vm.boot_timeout_ms = boot_budget_override_ms ? boot_budget_override_ms
 	                     : vm.kvm                ? BOOT_KVM_MS
 	                                             : BOOT_TCG_MS;
-	if (ab_monitor_spawn (spec, sb->id, &ab_microvm_monitor_ops, &vm, sb, err) < 0)
+	if (ab_monitor_spawn (spec, &vm, NULL, 0, sb, err) < 0)
 		return ab_error_wrap (err, "microvm (%s)", vm.kvm ? "kvm" : "tcg");
 	return 0;
-}
-
-static int
-microvm_kill (struct ab_sandbox_s *sb, ab_error_t *err)
-{
-	return ab_monitor_terminate (sb->monitor_pid, 15000, err);
-}
-
-static int
-microvm_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
-{
-	memset (ex, 0, sizeof *ex);
-	return ab_monitor_destroy (sb, 15000, ex, err);
 }
 
 /* Cheap checks first (each names what is missing), then a real VM under
@@ -167,6 +150,7 @@ const struct ab_backend_ops_s ab_backend_microvm = {
 	        "no capabilities, no_new_privs, Landlock",
 	.probe = microvm_probe,
 	.create = microvm_create,
-	.kill = microvm_kill,
-	.destroy = microvm_destroy,
+	.kill = ab_monitor_kill,
+	.destroy = ab_monitor_destroy,
+	.monitor = &ab_microvm_monitor_ops,
 };

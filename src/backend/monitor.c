@@ -1,11 +1,12 @@
-/* The detached monitor shared by the backends that drive an outside tool
- * (see monitor.h).  Its protocol with the caller, on a SOCK_SEQPACKET pair:
- * the intermediate child sends the monitor's pid, then the monitor sends
- * one report: "+" = ready, "-" and why it failed.  (A monitor that dies
- * first gives EOF, which must not read as ready.)  With spec->service_tied
- * the caller keeps its end open; EOF on it then tears the sandbox down,
- * and the monitor's last message on it, before it stops the sandbox, is
- * the exit report (struct exit_report_s) when the backend has a stats op. */
+/* The one sandbox monitor (see monitor.h).  Its protocol with the caller,
+ * on a SOCK_SEQPACKET pair, one format (struct report_s; both ends are the
+ * same binary, a fork): in service mode the intermediate child first sends
+ * the monitor's pid, then the monitor sends READY or FAILED and why.  (A
+ * monitor that dies first gives EOF, which must not read as ready.)  When
+ * the caller keeps its end (one-shot, or spec->service_tied), the
+ * monitor's last message on it is the END report: the backend's stats and
+ * the sandbox's own failure, if any.  The caller sends KILL_MSG on it to
+ * have the sandbox killed; its EOF tears the sandbox down. */
 #include "backend/monitor.h"
 
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -31,15 +31,21 @@
 #include "base/fd.h"
 #include "base/sys.h"
 
-#define REPORT_MAX 512
-#define EXIT_TAG   '='
+#define REPORT_READY  '+'
+#define REPORT_FAILED '-'
+#define REPORT_END    '='
+#define KILL_MSG      'k'
+/* After the time limit, the agent's kill grace and this much more, a
+ * monitor with a kill hook ends the sandbox itself. */
+#define BACKSTOP_SLACK_MS 5000
 
-/* The exit report; both ends are the same binary (a fork), so a struct. */
-struct exit_report_s {
-	char tag; /* EXIT_TAG */
+struct report_s {
+	char tag; /* REPORT_* */
+	uint8_t has_stats;
 	uint8_t oom_killed;
 	uint64_t peak_memory;
 	uint64_t cpu_ms;
+	char error[AB_ERROR_MSG_MAX];
 };
 
 void
@@ -102,7 +108,21 @@ ab_monitor_remove_socket (const struct ab_spec_s *spec)
 	}
 }
 
-/* Until SIGTERM, the sandbox's end, or (tied) the caller's end. */
+/* When a monitor with a kill hook gives up waiting for the agent to end
+ * a sandbox past its time limit; -1: never. */
+static int
+backstop_ms (const struct ab_spec_s *spec)
+{
+	uint64_t t = spec->limits.timeout_ms;
+	if (!t)
+		return -1;
+	t += spec->limits.kill_grace_ms + BACKSTOP_SLACK_MS;
+	return t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
+/* Until the sandbox's end.  Without a kill hook, SIGTERM or any event
+ * from the caller ends the wait too (stop does the killing); with one,
+ * they kill the sandbox and the wait goes on until it is gone. */
 static void
 supervise (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, void *ctx,
            int watch_fd, int term_fd, int caller_fd)
@@ -110,71 +130,144 @@ supervise (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, voi
 	struct pollfd p[3] = { { .fd = watch_fd, .events = POLLIN },
 		               { .fd = term_fd, .events = POLLIN },
 		               { .fd = caller_fd, .events = POLLIN } };
+	int timeout = ops->kill ? backstop_ms (spec) : -1;
 
 	if (ops->serve) {
 		ops->serve (ctx, spec, watch_fd, term_fd, caller_fd);
 		return;
 	}
-	while (poll (p, 3, -1) < 0 && errno == EINTR)
-		;
+	for (;;) {
+		int n = poll (p, 3, timeout);
+		char c;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || p[0].revents || (n > 0 && !ops->kill))
+			return;
+		if (n == 0) {
+			ops->kill (ctx); /* the agent did not end it in time */
+			timeout = -1;
+			continue;
+		}
+		if (p[1].revents) {
+			ops->kill (ctx); /* SIGTERM: destroy */
+			p[1].fd = -1;
+		}
+		/* KILL_MSG: the caller asked; EOF: the caller is gone. */
+		if (p[2].revents && recv (caller_fd, &c, 1, MSG_DONTWAIT) <= 0)
+			p[2].fd = -1;
+		if (p[2].revents)
+			ops->kill (ctx);
+	}
 }
 
-/* Before stop: what the sandbox left behind (its cgroup) is still there. */
 static void
-send_exit_report (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *ops, void *ctx,
-                  int report_fd)
+send_report (int fd, char tag, const struct ab_sandbox_exit_s *ex, const char *error)
 {
-	struct ab_sandbox_exit_s ex = { 0 };
-	struct exit_report_s r;
+	struct report_s r;
 
-	ops->stats (ctx, spec, &ex);
+	if (fd < 0)
+		return;
 	memset (&r, 0, sizeof r); /* no stray bytes in the padding */
-	r.tag = EXIT_TAG;
-	r.oom_killed = ex.oom_killed;
-	r.peak_memory = ex.peak_memory;
-	r.cpu_ms = ex.cpu_ms;
-	send (report_fd, &r, sizeof r, MSG_NOSIGNAL);
+	r.tag = tag;
+	if (ex) {
+		r.has_stats = 1;
+		r.oom_killed = ex->oom_killed;
+		r.peak_memory = ex->peak_memory;
+		r.cpu_ms = ex->cpu_ms;
+	}
+	snprintf (r.error, sizeof r.error, "%s", error ? error : "");
+	send (fd, &r, sizeof r, MSG_NOSIGNAL);
+}
+
+/* A failed start: nothing is left, and whoever waits hears why. */
+static void __attribute__ ((noreturn))
+fail_start (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
+            void *ctx, int report_fd, const ab_error_t *err)
+{
+	ab_error_t ignored = AB_ERROR_INIT;
+
+	ops->stop (ctx, spec, id, &ignored);
+	if (spec->service_socket)
+		ab_monitor_remove_socket (spec);
+	send_report (report_fd, spec->service_socket ? REPORT_FAILED : REPORT_END, NULL,
+	             err->msg[0] ? err->msg : "start failed");
+	_exit (1);
+}
+
+/* The end: stats while the backend can still read them (someone
+ * listens), then stop, then the last report. */
+static void __attribute__ ((noreturn))
+finish (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops, void *ctx,
+        int report_fd)
+{
+	ab_error_t failed = AB_ERROR_INIT, cleanup = AB_ERROR_INIT;
+	struct ab_sandbox_exit_s ex = { 0 };
+	char error[AB_ERROR_MSG_MAX];
+
+	if (report_fd >= 0 && ops->stats)
+		ops->stats (ctx, spec, &ex, &failed);
+	snprintf (error, sizeof error, "%s", failed.msg);
+	if (ops->stop (ctx, spec, id, &cleanup) < 0 && !error[0])
+		snprintf (error, sizeof error, "cleanup: %s", cleanup.msg);
+	if (spec->service_socket)
+		ab_monitor_remove_socket (spec);
+	send_report (report_fd, REPORT_END, ops->stats ? &ex : NULL, error);
+	_exit (0);
 }
 
 static void __attribute__ ((noreturn))
 run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
-             void *ctx, int report_fd)
+             void *ctx, const int *keep, size_t n_keep, int report_fd)
 {
 	ab_error_t err = AB_ERROR_INIT;
-	const int keep[] = { report_fd };
+	int kept[8];
+	size_t n = 0;
 	int term_fd, watch_fd;
 
+	kept[n++] = report_fd;
+	for (size_t i = 0; i < n_keep && n < sizeof kept / sizeof *kept; i++)
+		if (keep[i] >= 0)
+			kept[n++] = keep[i];
 	setsid (); /* terminal signals meant for the caller must not reach us */
 	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
-	ab_close_fds_except (keep, 1);
+	/* Only what the sandbox needs: the caller's relay pipe ends held here
+	 * would hide EOF from both sides. */
+	if (ab_close_fds_except (kept, n) < 0) {
+		ab_error (&err, errno, AB_E_SYSTEM, "close inherited fds");
+		fail_start (spec, id, ops, ctx, report_fd, &err);
+	}
+	/* Blocked from here: a SIGTERM during start is heard once it is
+	 * done (what the backend starts resets its signal mask). */
 	term_fd = ab_termination_signalfd ();
 	watch_fd = ops->start (ctx, spec, id, &err);
-	if (watch_fd < 0) {
-		ops->stop (ctx, spec, id);
-		ab_monitor_remove_socket (spec);
-		char msg[REPORT_MAX];
-		int n = snprintf (msg, sizeof msg, "-%s", err.msg[0] ? err.msg : "start failed");
-		send (report_fd, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1,
-		      MSG_NOSIGNAL);
-		_exit (1);
-	}
-	send (report_fd, "+", 1, MSG_NOSIGNAL);
-	if (!spec->service_tied) {
-		close (report_fd);
-		report_fd = -1;
+	if (watch_fd < 0)
+		fail_start (spec, id, ops, ctx, report_fd, &err);
+	if (spec->service_socket) {
+		send_report (report_fd, REPORT_READY, NULL, NULL);
+		if (!spec->service_tied) {
+			close (report_fd);
+			report_fd = -1;
+		}
 	}
 	supervise (spec, ops, ctx, watch_fd, term_fd, report_fd);
-	if (report_fd >= 0 && ops->stats)
-		send_exit_report (spec, ops, ctx, report_fd);
-	ops->stop (ctx, spec, id);
-	ab_monitor_remove_socket (spec);
-	_exit (0);
+	finish (spec, id, ops, ctx, report_fd);
+}
+
+static ssize_t
+recv_report (int fd, struct report_s *r, int flags)
+{
+	ssize_t n;
+
+	do
+		n = recv (fd, r, sizeof *r, flags);
+	while (n < 0 && errno == EINTR);
+	return n;
 }
 
 static int
-await_report (int fd, pid_t *monitor_pid, ab_error_t *err)
+await_ready (int fd, pid_t *monitor_pid, ab_error_t *err)
 {
-	char msg[REPORT_MAX];
+	struct report_s r;
 	pid_t pid = -1;
 	ssize_t n;
 
@@ -182,30 +275,62 @@ await_report (int fd, pid_t *monitor_pid, ab_error_t *err)
 	if (n != (ssize_t)sizeof pid)
 		return ab_error (err, errno, AB_E_SYSTEM, "could not start the sandbox monitor");
 	*monitor_pid = pid;
-	do
-		n = recv (fd, msg, sizeof msg - 1, 0);
-	while (n < 0 && errno == EINTR);
+	n = recv_report (fd, &r, 0);
 	if (n < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sandbox monitor");
-	if (n == 0)
+	if (n != (ssize_t)sizeof r)
 		return ab_error (err, 0, AB_E_SYSTEM, "the sandbox monitor ended before reporting");
-	msg[n] = '\0';
-	if (msg[0] != '+')
-		return ab_error (err, 0, AB_E_SYSTEM, "%s", msg + 1);
+	r.error[sizeof r.error - 1] = '\0';
+	if (r.tag != REPORT_READY)
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", r.error);
 	return 0;
 }
 
-int
-ab_monitor_spawn (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
-                  void *ctx, struct ab_sandbox_s *sb, ab_error_t *err)
+void
+ab_sandbox_begin (struct ab_sandbox_s *sb, const struct ab_backend_ops_s *backend)
 {
+	memset (sb, 0, sizeof *sb);
+	sb->backend = backend;
+	sb->agent_fd = -1;
+	sb->monitor_pid = -1;
+	sb->monitor_fd = -1;
+	ab_backend_make_id (sb->id);
+}
+
+int
+ab_monitor_require_service (const struct ab_spec_s *spec, const char *name, ab_error_t *err)
+{
+	if (!spec->service_socket)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "the %s backend runs sandboxes in service mode only", name);
+	return 0;
+}
+
+/* In the first child.  Service mode: re-parented away from the caller
+ * (which may be restarted), the monitor's pid reaching the caller first. */
+static void __attribute__ ((noreturn))
+monitor_child (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
+               void *ctx, const int *keep, size_t n_keep, int link)
+{
+	if (spec->service_socket) {
+		pid_t m = fork ();
+		if (m != 0) {
+			send (link, &m, sizeof m, MSG_NOSIGNAL);
+			_exit (m < 0);
+		}
+	}
+	run_monitor (spec, id, ops, ctx, keep, n_keep, link);
+}
+
+int
+ab_monitor_spawn (const struct ab_spec_s *spec, void *ctx, const int *keep, size_t n_keep,
+                  struct ab_sandbox_s *sb, ab_error_t *err)
+{
+	const struct ab_monitor_ops_s *ops = sb->backend->monitor;
 	int sv[2], r;
 	pid_t pid;
 
 	sb->monitor_fd = -1;
-	if (!spec->service_socket)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "this backend runs sandboxes in service mode only");
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
 	pid = fork ();
@@ -214,19 +339,19 @@ ab_monitor_spawn (const struct ab_spec_s *spec, const char *id, const struct ab_
 		return ab_error (err, errno, AB_E_SYSTEM, "fork monitor");
 	}
 	if (pid == 0) {
-		/* Re-parented away from the caller (which may be restarted). */
-		pid_t m = fork ();
 		close (sv[0]);
-		if (m != 0) {
-			send (sv[1], &m, sizeof m, MSG_NOSIGNAL);
-			_exit (m < 0);
-		}
-		run_monitor (spec, id, ops, ctx, sv[1]);
+		monitor_child (spec, sb->id, ops, ctx, keep, n_keep, sv[1]);
 	}
 	close (sv[1]);
+	if (!spec->service_socket) {
+		sb->monitor_pid = pid;
+		sb->monitor_child = true;
+		sb->monitor_fd = sv[0];
+		return 0;
+	}
 	while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	r = await_report (sv[0], &sb->monitor_pid, err);
+	r = await_ready (sv[0], &sb->monitor_pid, err);
 	/* Tied: the monitor watches this end (close-on-exec: no child of the
 	 * caller may hold it) until destroy or the caller's exit. */
 	if (r == 0 && spec->service_tied) {
@@ -255,41 +380,70 @@ ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err)
 	return 0;
 }
 
-/* The monitor has ended: whatever it sent is queued.  Exactly one report
- * of the right size and tag counts; anything else is ignored. */
-static void
-read_exit_report (int fd, struct ab_sandbox_exit_s *ex)
+int
+ab_monitor_kill (struct ab_sandbox_s *sb, ab_error_t *err)
 {
-	struct exit_report_s r;
-	ssize_t n;
+	char k = KILL_MSG;
 
+	if (!sb->monitor_child)
+		return ab_monitor_terminate (sb->monitor_pid, sb->backend->monitor->stop_timeout_ms,
+		                             err);
+	if (send (sb->monitor_fd, &k, 1, MSG_NOSIGNAL) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "ask monitor to kill sandbox");
+	return 0;
+}
+
+/* The last report: the monitor has ended (service mode) or ends once the
+ * sandbox has (one-shot: wait for it).  Exactly one END report of the
+ * right size counts; anything else is skipped. */
+static int
+read_end_report (int fd, bool wait, struct report_s *r)
+{
 	for (;;) {
-		n = recv (fd, &r, sizeof r, MSG_DONTWAIT | MSG_TRUNC);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = recv_report (fd, r, (wait ? 0 : MSG_DONTWAIT) | MSG_TRUNC);
 		if (n <= 0)
-			return;
-		if (n == (ssize_t)sizeof r && r.tag == EXIT_TAG)
-			break;
+			return -1;
+		if (n == (ssize_t)sizeof *r && r->tag == REPORT_END) {
+			r->error[sizeof r->error - 1] = '\0';
+			return 0;
+		}
 	}
-	ex->oom_killed = r.oom_killed != 0;
-	ex->peak_memory = r.peak_memory;
-	ex->cpu_ms = r.cpu_ms;
 }
 
 int
-ab_monitor_destroy (struct ab_sandbox_s *sb, int timeout_ms, struct ab_sandbox_exit_s *ex,
-                    ab_error_t *err)
+ab_monitor_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err)
 {
-	int r = ab_monitor_terminate (sb->monitor_pid, timeout_ms, err);
+	struct report_s rep;
+	int r = 0, got = -1;
 
-	if (sb->monitor_fd >= 0) {
-		if (r == 0)
-			read_exit_report (sb->monitor_fd, ex);
-		close (sb->monitor_fd); /* a monitor that did not end: this ends it */
-		sb->monitor_fd = -1;
+	memset (ex, 0, sizeof *ex);
+	if (sb->agent_fd >= 0) /* one-shot: the agent's end ends the sandbox */
+		close (sb->agent_fd);
+	sb->agent_fd = -1;
+	if (!sb->monitor_child)
+		r = ab_monitor_terminate (sb->monitor_pid, sb->backend->monitor->stop_timeout_ms,
+		                          err);
+	if (sb->monitor_fd < 0)
+		return r;
+	if (r == 0)
+		got = read_end_report (sb->monitor_fd, sb->monitor_child, &rep);
+	close (sb->monitor_fd); /* a monitor that did not end: this ends it */
+	sb->monitor_fd = -1;
+	if (sb->monitor_child)
+		while (waitpid (sb->monitor_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (r < 0)
+		return r;
+	if (got < 0)
+		return ab_error (err, 0, AB_E_INTERNAL, "sandbox monitor ended without a report");
+	if (rep.has_stats) {
+		ex->oom_killed = rep.oom_killed != 0;
+		ex->peak_memory = rep.peak_memory;
+		ex->cpu_ms = rep.cpu_ms;
 	}
-	return r;
+	if (rep.error[0])
+		return ab_error (err, 0, AB_E_SYSTEM, "%s", rep.error);
+	return 0;
 }
 
 enum ab_sandbox_state

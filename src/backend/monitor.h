@@ -1,66 +1,62 @@
-/* The detached monitor that backends built on an outside tool (runsc,
- * qemu, docker) share with the native service mode's design: a small host
- * process, comm "agentbox-mon", forked from the caller (so its cmdline is
- * the caller's, e.g. `agentbox __create-sandbox ID`, which the daemon checks
- * when it re-adopts sandboxes), that owns the sandbox's lifetime:
+/* The one sandbox monitor, for every backend: a small host process, comm
+ * "agentbox-mon", forked from the caller, that owns the sandbox's lifetime
+ * and runs the backend's hooks (struct ab_monitor_ops_s in backend.h).
  *
- *   caller ──fork──► (exits) ──fork──► monitor ──► runsc / qemu / docker …
+ *   service mode:  caller ──fork──► (exits) ──fork──► monitor ──► init / runsc / qemu / docker
+ *   one-shot:      caller ──fork──► monitor ──► init
  *
- * It starts the sandbox, waits until the agent accepts connections at
- * spec->service_socket, reports to the caller, then supervises: SIGTERM,
- * the sandbox's own end, or (spec->service_tied) the caller's end tears
- * everything down, the socket included. */
+ * In service mode it is re-parented away from the caller (which may be
+ * restarted: the daemon re-adopts it by its start time, comm and cmdline,
+ * which is the caller's, e.g. `agentbox __create-sandbox ID`), starts the
+ * sandbox, waits until the agent accepts at spec->service_socket, reports
+ * to the caller, then supervises: SIGTERM, the sandbox's own end, or
+ * (spec->service_tied) the caller's end tears everything down, the socket
+ * included.  One-shot (native only) it stays the caller's child and the
+ * caller holds the link: a message on it kills the sandbox, its end (even
+ * by SIGKILL of the caller) destroys it, and the sandbox's end is reported
+ * on it. */
 #ifndef AB_BACKEND_MONITOR_H
 #define AB_BACKEND_MONITOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "backend/backend.h"
 #include "base/error.h"
 #include "spec/spec.h"
 
-struct ab_monitor_ops_s {
-	/* In the monitor (single-threaded, its own session): start the
-	 * sandbox.  Returns an fd that becomes readable when the sandbox ends
-	 * (a pidfd of runsc or qemu), or -1 with err.  It must not return
-	 * before the agent accepts at spec->service_socket (see
-	 * ab_monitor_wait_socket). */
-	int (*start) (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err);
-	/* In the monitor: tear everything down; also called after a failed
-	 * start, so it copes with a half-started sandbox.  Idempotent. */
-	void (*stop) (void *ctx, const struct ab_spec_s *spec, const char *id);
-	/* Optional, in the monitor, when the watched fd fires or after stop:
-	 * more work for an event loop of the backend's own (a relay).  NULL
-	 * for backends whose agent is reached directly.  It returns on
-	 * watch_fd, term_fd or (service_tied; else -1) any event on caller_fd. */
-	int (*serve) (void *ctx, const struct ab_spec_s *spec, int watch_fd, int term_fd,
-	              int caller_fd);
-	/* Optional, in the monitor, once the sandbox ended or was told to
-	 * stop and before stop(): what the host saw of it (OOM kill, peak
-	 * memory, CPU time), read while the backend still can (e.g. from a
-	 * cgroup that stop() removes).  Called only when someone hears the
-	 * answer: with spec->service_tied it goes to the caller as the
-	 * monitor's last message (ab_monitor_destroy). */
-	void (*stats) (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex);
-};
+/* The start of every create: *sb zeroed, for backend, a fresh id, no door
+ * and no monitor yet. */
+void ab_sandbox_begin (struct ab_sandbox_s *sb, const struct ab_backend_ops_s *backend);
 
-/* Start a sandbox under a detached monitor; returns when the agent accepts
- * connections at spec->service_socket (0, sb->monitor_pid set) or the start
- * failed (-1, err says why: the monitor's own message).  With
- * spec->service_tied, sb->monitor_fd is the caller's end of the monitor
- * link (close-on-exec): closing it (even by dying) tears the sandbox down,
- * and ab_monitor_destroy reads the last report from it; else it is -1. */
-int ab_monitor_spawn (const struct ab_spec_s *spec, const char *id,
-                      const struct ab_monitor_ops_s *ops, void *ctx, struct ab_sandbox_s *sb,
-                      ab_error_t *err);
+/* Refuse a spec without a service socket: "the NAME backend runs
+ * sandboxes in service mode only". */
+int ab_monitor_require_service (const struct ab_spec_s *spec, const char *name, ab_error_t *err);
 
-/* Destroy: ab_monitor_terminate, then (sb->monitor_fd >= 0) read the
- * monitor's exit report into *ex and close the link.  *ex is left as it
- * was when there is no report (no stats op, not tied, or the monitor
- * died first): callers zero it, or fill it themselves first. */
-int ab_monitor_destroy (struct ab_sandbox_s *sb, int timeout_ms, struct ab_sandbox_exit_s *ex,
-                        ab_error_t *err);
+/* Start sb->backend's sandbox under the monitor, which keeps ctx (copied
+ * by fork) and, of the caller's fds, only keep[0..n_keep) and its link.
+ * Service mode: returns when the agent accepts connections at
+ * spec->service_socket (0, sb->monitor_pid set) or the start failed (-1,
+ * err says why: the monitor's own message); with spec->service_tied,
+ * sb->monitor_fd is the caller's end of the link (close-on-exec): closing
+ * it (even by dying) tears the sandbox down, and ab_monitor_destroy reads
+ * the last report from it; else it is -1.  One-shot: returns at once with
+ * the monitor forked (sb->monitor_child, sb->monitor_fd the link). */
+int ab_monitor_spawn (const struct ab_spec_s *spec, void *ctx, const int *keep, size_t n_keep,
+                      struct ab_sandbox_s *sb, ab_error_t *err);
+
+/* The kill slot: one-shot, ask the monitor to kill the sandbox; else
+ * SIGTERM the monitor and wait for it (sb->backend->monitor's
+ * stop_timeout_ms). */
+int ab_monitor_kill (struct ab_sandbox_s *sb, ab_error_t *err);
+
+/* The destroy slot: end the sandbox (one-shot: close the door; else
+ * SIGTERM the monitor and wait), then, when the caller holds the link,
+ * read the monitor's last report: *ex (zeroed first) gets the backend's
+ * stats, and the sandbox's own failure is the error.  A monitor that ends
+ * without that report is an error too. */
+int ab_monitor_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_t *err);
 
 /* Unlink spec->service_socket and, when tied, its directory if empty. */
 void ab_monitor_remove_socket (const struct ab_spec_s *spec);

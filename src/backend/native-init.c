@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "backend/agent-exe.h"
 #include "backend/native-internal.h"
 #include "base/fd.h"
 #include "base/sys.h"
@@ -134,14 +135,18 @@ ab_native_init (struct ab_native_init_s *in)
 	char *const argv[] = { (char *)"agentbox-agent", NULL };
 	char *const envp[] = { NULL };
 
+	sigset_t unblocked;
+
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	sigemptyset (&unblocked);
+	sigprocmask (SIG_SETMASK, &unblocked, NULL); /* the monitor's signalfd blocked some */
 	/* Out of the way of fds 0..3, which arrange_fds will overwrite. */
 	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
 	if (in->sync_fd < 0)
 		_exit (125);
 	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &none);
 	if (become_sandbox_root (in, &err) < 0
-	    || (agent = ab_native_agent_mount (in->agent_path, &err)) < 0
+	    || (agent = ab_agent_exe_mount (in->agent_path, &err)) < 0
 	    || ab_rootfs_capture (in->spec, in->become_root, in->image_mnt, &rf, &err) < 0
 	    || ab_rootfs_build (in->spec, &rf, &err) < 0)
 		init_fail (in->sync_fd, &err);

@@ -29,9 +29,4 @@ struct ab_native_init_s {
 
 void ab_native_init (struct ab_native_init_s *in) __attribute__ ((noreturn));
 
-/* Where agentbox-agent is, and a detached read-only mount of it to
- * execute (see agent-exe.c). */
-char *ab_native_agent_path (ab_error_t *err);
-int ab_native_agent_mount (const char *path, ab_error_t *err);
-
 #endif
