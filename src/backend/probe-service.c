@@ -1,57 +1,32 @@
 /* The functional probe of a service-mode backend (no protocol v1): start
- * a real sandbox, configure it, run `true` through protocol v2 and tear it
- * down.  (The one place backend/ uses the session layer's agent client:
- * a probe is a tiny session.) */
+ * a real sandbox, run `true` in it through protocol v2 and tear it down.
+ * The protocol v2 part is the session layer's agent client, which sits
+ * above backend/: it registers itself (ab_backend_set_service_exec). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
 #include "base/sys.h"
-#include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "session/agent-client.h"
-#include "session/agent-config.h"
 
-#define PROBE_EXEC_TIMEOUT_MS 20000
+static ab_service_exec_fn service_exec;
+
+void
+ab_backend_set_service_exec (ab_service_exec_fn fn)
+{
+	service_exec = fn;
+}
 
 static int
 run_true (const struct ab_spec_s *spec, ab_error_t *err)
 {
-	char *argv[] = { (char *)"true", NULL };
-	char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
-	struct ab_agent_proc_spec_s ps = { .argv = argv, .env = env, .cwd = "/" };
-	struct ab_agent_event_s ev;
-	struct ab_agent_proc_s p;
-	ab_agent_conn_t *c = ab_agent_connect (spec->service_socket, err);
-	int r;
-
-	if (!c)
-		return -1;
-	ab_agent_set_timeout (c, PROBE_EXEC_TIMEOUT_MS);
-	r = ab_session_configure_agent (c, spec, err);
-	if (r == 0)
-		r = ab_agent_proc_start (c, &ps, &p, err);
-	while (r == 0) {
-		int n = ab_agent_proc_next_event (c, &p, &ev, PROBE_EXEC_TIMEOUT_MS, err);
-		if (n <= 0) {
-			r = n < 0 ? -1 : ab_error (err, 0, AB_E_SYSTEM, "`true` did not finish");
-			break;
-		}
-		if (ev.kind != AB_AGENT_EV_EXIT)
-			continue;
-		if (!WIFEXITED (ev.exit.wait_status) || WEXITSTATUS (ev.exit.wait_status) != 0)
-			r = ab_error (err, 0, AB_E_SYSTEM,
-			              "`true` failed (wait status %d, exec errno %d)",
-			              ev.exit.wait_status, ev.exit.exec_errno);
-		break;
-	}
-	ab_agent_close (c);
-	return r;
+	if (!service_exec)
+		return ab_error (err, 0, AB_E_INTERNAL,
+		                 "no protocol v2 client to probe with (session/ not linked)");
+	return service_exec (spec, err);
 }
 
 void

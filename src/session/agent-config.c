@@ -1,5 +1,8 @@
 #include "session/agent-config.h"
 
+#include <sys/wait.h>
+
+#include "backend/backend.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "isolate/rootfs.h"
@@ -22,4 +25,53 @@ ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab
 	cfg.file_roots = roots;
 	cfg.rw_paths = rw;
 	return ab_agent_configure (c, &cfg, err);
+}
+
+#define PROBE_EXEC_TIMEOUT_MS 20000
+
+/* A service-mode backend's functional probe (backend/probe-service.c):
+ * configure the new sandbox as every session does and run `true`. */
+static int
+probe_exec (const struct ab_spec_s *spec, ab_error_t *err)
+{
+	char *argv[] = { (char *)"true", NULL };
+	char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	struct ab_agent_proc_spec_s ps = { .argv = argv, .env = env, .cwd = "/" };
+	struct ab_agent_event_s ev;
+	struct ab_agent_proc_s p;
+	ab_agent_conn_t *c = ab_agent_connect (spec->service_socket, err);
+	int r;
+
+	if (!c)
+		return -1;
+	ab_agent_set_timeout (c, PROBE_EXEC_TIMEOUT_MS);
+	r = ab_session_configure_agent (c, spec, err);
+	if (r == 0)
+		r = ab_agent_proc_start (c, &ps, &p, err);
+	while (r == 0) {
+		int n = ab_agent_proc_next_event (c, &p, &ev, PROBE_EXEC_TIMEOUT_MS, err);
+		if (n <= 0) {
+			r = n < 0 ? -1 : ab_error (err, 0, AB_E_SYSTEM, "`true` did not finish");
+			break;
+		}
+		if (ev.kind != AB_AGENT_EV_EXIT)
+			continue;
+		if (!WIFEXITED (ev.exit.wait_status) || WEXITSTATUS (ev.exit.wait_status) != 0)
+			r = ab_error (err, 0, AB_E_SYSTEM,
+			              "`true` failed (wait status %d, exec errno %d)",
+			              ev.exit.wait_status, ev.exit.exec_errno);
+		break;
+	}
+	ab_agent_close (c);
+	return r;
+}
+
+/* The backend layer cannot call up into this one; it gets the client
+ * from here instead.  This object is in every program that configures an
+ * agent (the CLI, the daemon), so the registration is there wherever a
+ * service sandbox can be used at all. */
+__attribute__ ((constructor)) static void
+register_probe_exec (void)
+{
+	ab_backend_set_service_exec (probe_exec);
 }
