@@ -5,7 +5,15 @@
  * first gives EOF, which must not read as ready.)  With spec->service_tied
  * the caller keeps its end open; EOF on it then tears the sandbox down,
  * and the monitor's last message on it, before it stops the sandbox, is
- * the exit report (struct exit_report_s) when the backend has a stats op. */
+ * the exit report (struct exit_report_s) when the backend has a stats op.
+ * Without service_tied the caller answers "+" with ACK before it closes
+ * its end: a caller that died (or was killed) after asking for the
+ * sandbox but before it heard of it can never find it again, so a monitor
+ * that hears no ACK tears the sandbox down instead of living on.
+ *
+ * While ops->start runs (a VM may take seconds to boot), SIGTERM or the
+ * caller hanging up cancels it: ab_monitor_start_cancel_fds gives the
+ * start code both fds, and ab_monitor_wait_socket watches them. */
 #include "backend/monitor.h"
 
 #include <errno.h>
@@ -33,6 +41,30 @@
 
 #define REPORT_MAX 512
 #define EXIT_TAG   '='
+#define ACK        'k'
+/* The caller acknowledges at once (it is blocked reading the report);
+ * this only bounds a caller that froze or died. */
+#define ACK_WAIT_MS 10000
+
+/* This process is a monitor: its SIGTERM signalfd and its caller's end,
+ * while the sandbox starts. */
+static int cancel_fds[2] = { -1, -1 };
+
+void
+ab_monitor_start_cancel_fds (int fds[2])
+{
+	fds[0] = cancel_fds[0];
+	fds[1] = cancel_fds[1];
+}
+
+static bool
+start_cancelled (void)
+{
+	struct pollfd p[2] = { { .fd = cancel_fds[0], .events = POLLIN },
+		               { .fd = cancel_fds[1], .events = POLLIN } };
+
+	return poll (p, 2, 0) > 0;
+}
 
 /* The exit report; both ends are the same binary (a fork), so a struct. */
 struct exit_report_s {
@@ -75,6 +107,9 @@ ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error
 		if ((ab_mono_us () / 1000) >= deadline)
 			return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
 			                 "the agent did not listen within %d ms", timeout_ms);
+		if (start_cancelled ())
+			return ab_error (err, ECANCELED, AB_E_SYSTEM,
+			                 "cancelled: SIGTERM, or the caller went away");
 		/* Back off from 2 ms to 50 ms: fast when the agent is quick,
 		 * cheap while a VM boots. */
 		if (poll (&p, watch_fd >= 0 ? 1 : 0, delay) > 0)
@@ -136,6 +171,18 @@ send_exit_report (const struct ab_spec_s *spec, const struct ab_monitor_ops_s *o
 	send (report_fd, &r, sizeof r, MSG_NOSIGNAL);
 }
 
+/* Without service_tied: true once the caller has acknowledged "+". */
+static bool
+caller_took_it (int report_fd)
+{
+	struct pollfd p = { .fd = report_fd, .events = POLLIN };
+	char c = 0;
+
+	while (poll (&p, 1, ACK_WAIT_MS) < 0 && errno == EINTR)
+		;
+	return recv (report_fd, &c, 1, MSG_DONTWAIT) == 1 && c == ACK;
+}
+
 static void __attribute__ ((noreturn))
 run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
              void *ctx, int report_fd)
@@ -148,6 +195,8 @@ run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monit
 	prctl (PR_SET_NAME, "agentbox-mon", 0, 0, 0);
 	ab_close_fds_except (keep, 1);
 	term_fd = ab_termination_signalfd ();
+	cancel_fds[0] = term_fd;
+	cancel_fds[1] = report_fd;
 	watch_fd = ops->start (ctx, spec, id, &err);
 	if (watch_fd < 0) {
 		ops->stop (ctx, spec, id);
@@ -158,10 +207,17 @@ run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monit
 		      MSG_NOSIGNAL);
 		_exit (1);
 	}
+	cancel_fds[0] = cancel_fds[1] = -1;
 	send (report_fd, "+", 1, MSG_NOSIGNAL);
 	if (!spec->service_tied) {
+		bool taken = caller_took_it (report_fd);
 		close (report_fd);
 		report_fd = -1;
+		if (!taken) {
+			ops->stop (ctx, spec, id);
+			ab_monitor_remove_socket (spec);
+			_exit (1);
+		}
 	}
 	supervise (spec, ops, ctx, watch_fd, term_fd, report_fd);
 	if (report_fd >= 0 && ops->stats)
@@ -192,6 +248,17 @@ await_report (int fd, pid_t *monitor_pid, ab_error_t *err)
 	msg[n] = '\0';
 	if (msg[0] != '+')
 		return ab_error (err, 0, AB_E_SYSTEM, "%s", msg + 1);
+	return 0;
+}
+
+/* Tell an untied monitor that its sandbox has an owner now. */
+static int
+acknowledge (int fd, ab_error_t *err)
+{
+	const char ack = ACK;
+
+	if (send (fd, &ack, 1, MSG_NOSIGNAL) != 1)
+		return ab_error (err, errno, AB_E_SYSTEM, "the sandbox monitor went away");
 	return 0;
 }
 
@@ -233,6 +300,8 @@ ab_monitor_spawn (const struct ab_spec_s *spec, const char *id, const struct ab_
 		sb->monitor_fd = sv[0];
 		return 0;
 	}
+	if (r == 0)
+		r = acknowledge (sv[0], err);
 	close (sv[0]);
 	return r;
 }
