@@ -189,9 +189,10 @@ assert_sandbox_gone() {
 # where agentbox keeps its temporary files.  In a mount namespace of its
 # own whose /tmp, /var/tmp and /dev/shm are empty, read-only tmpfs (the
 # test's own directory moved back into place, writable), a run, a failed
-# run, a run over protocol v2 (which makes a socket directory) and the
-# doctor's checks (which make a probe directory) must all work, and then
-# the three are still empty.  The same runs with TMPDIR unset must fail.
+# run, a run over protocol v2 (which makes a socket directory), the
+# doctor's checks (which make a probe directory) and, where runsc is
+# installed, a gVisor run and a failed one must all work, and then the
+# three are still empty.  The same runs with TMPDIR unset must fail.
 @test "agentbox keeps its temporary files under TMPDIR: /tmp, /var/tmp and /dev/shm are never written" {
 	command -v unshare >/dev/null || skip "unshare is missing (util-linux)"
 	local script='
@@ -210,6 +211,10 @@ assert_sandbox_gone() {
 		"$@" run --backend native --workspace "$t/ws" --pids 1 -- true 2>/dev/null && exit 3
 		AGENTBOX_RUN_SERVICE=1 "$@" run --backend native --workspace "$t/ws" -- true
 		"$@" doctor --backend native --json | grep -q "\"works\": *true"
+		if command -v runsc >/dev/null; then
+			"$@" run --backend gvisor --workspace "$t/ws" -- true
+			"$@" run --backend gvisor --workspace "$t/ws" --memory 4k -- true 2>/dev/null && exit 4
+		fi
 		echo "/tmp:"; find /tmp -mindepth 1 -maxdepth 1 ! -path "/tmp/$(echo "${t#/tmp/}" | cut -d/ -f1)"
 		echo "/var/tmp:"; find /var/tmp -mindepth 1
 		echo "/dev/shm:"; find /dev/shm -mindepth 1'

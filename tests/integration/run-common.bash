@@ -239,10 +239,41 @@ cgroup1_mount() {
 	}' /proc/self/mountinfo
 }
 
-# Every agentbox-* cgroup directory below our own cgroups, sorted.  Other
-# sessions on this host may run sandboxes at the same time: a sandbox whose
-# group sits outside our own cgroup in any hierarchy (here: memory, where
-# each session has its own) is theirs, and is left out in every hierarchy.
+# True when PID or one of its ancestors runs with this test's TMPDIR in
+# its environment (test_tmpdir): a sandbox's monitor, keeper and init are
+# forks of the agentbox this test started (or of its daemon, which it
+# started), so every sandbox process of this test descends from one.
+of_this_test() {
+	local p="$1" i
+	[ -n "${TMPDIR:-}" ] || return 1
+	for ((i = 0; i < 32 && p > 1; i++)); do
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "TMPDIR=$TMPDIR" && return 0
+		p="$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2)"
+		[ -n "$p" ] || return 1
+	done
+	return 1
+}
+
+# True when cgroup directory DIR is a sandbox of this test's: one of its
+# processes (at any depth) is of_this_test, or it holds none at all.  An
+# empty group cannot say whose it is; another suite's is empty only for
+# the moment it is made or removed, which assert_nothing_left's retries
+# outlast, so an empty one that stays is a leak of ours.
+cgroup_of_this_test() {
+	local p any=0
+	for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+		any=1
+		of_this_test "$p" && return 0
+	done
+	[ "$any" = 0 ]
+}
+
+# Every agentbox-* cgroup directory below our own cgroups that belongs to
+# this test (cgroup_of_this_test), sorted.  Other sessions on this host may
+# run sandboxes at the same time: a sandbox whose group sits outside our
+# own cgroup in any hierarchy (here: memory, where each session has its
+# own) is theirs, and is left out in every hierarchy; other suites of this
+# run (two run side by side) are told apart by their processes.
 our_agentbox_cgroups() {
 	local ours mine="" foreign="" d mnt
 	for ours in $(cgroup_dirs_of self); do
@@ -257,7 +288,7 @@ our_agentbox_cgroups() {
 	done
 	for d in $mine; do
 		case " $foreign " in *" $(basename "$d") "*) continue ;; esac
-		echo "$d"
+		cgroup_of_this_test "$d" && echo "$d"
 	done | sort -u
 }
 
