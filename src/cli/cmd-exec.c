@@ -17,13 +17,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/websocket.h"
-#include "net/preview-base64.h"
 
 #define MAX_LINE (64u << 20)
 
@@ -126,8 +126,7 @@ write_output (const json_t *ev, ab_error_t *err)
 	if (data)
 		return ab_write_all (fd, json_string_value (data), json_string_length (data));
 	if (b64
-	    && ab_preview_base64_decode (json_string_value (b64), json_string_length (b64), &raw,
-	                                 &len)
+	    && ab_base64_decode (json_string_value (b64), json_string_length (b64), &raw, &len)
 	               == 0) {
 		int r = ab_write_all (fd, raw, len);
 		free (raw);
@@ -254,7 +253,7 @@ ws_open (struct ab_client_s *c, const struct exec_opts_s *o, ab_error_t *err)
 
 	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
 		return ab_error (err, errno, AB_E_SYSTEM, "getrandom");
-	key = ab_preview_base64_encode (raw, sizeof raw);
+	key = ab_base64_encode (raw, sizeof raw);
 	extra = xasprintf ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
 	                   "Sec-WebSocket-Version: 13\r\n",
 	                   key);

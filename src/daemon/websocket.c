@@ -6,9 +6,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/xalloc.h"
 #include "daemon/daemon-internal.h"
-#include "net/preview-base64.h"
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -24,7 +24,7 @@ ab_ws_accept_key (const char *key, size_t len, char out[29])
 	memcpy (buf, key, len);
 	memcpy (buf + len, ws_guid, sizeof ws_guid - 1);
 	ab_sha1 (buf, len + sizeof ws_guid - 1, digest);
-	b64 = ab_preview_base64_encode (digest, sizeof digest);
+	b64 = ab_base64_encode (digest, sizeof digest);
 	snprintf (out, 29, "%s", b64);
 	free (b64);
 }

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "net/preview-base64.h"
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -24,7 +24,7 @@ ab_ws_make_key (char key[AB_WS_KEY_LEN + 1])
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof raw)
 		return -1;
-	b64 = ab_preview_base64_encode (raw, sizeof raw);
+	b64 = ab_base64_encode (raw, sizeof raw);
 	memcpy (key, b64, AB_WS_KEY_LEN + 1);
 	return 0;
 }
@@ -41,7 +41,7 @@ ab_ws_accept_for_key (const char *key, char accept[AB_WS_ACCEPT_LEN + 1])
 	 * read our key and speaks WebSocket, it protects nothing. */
 	if (EVP_Digest (text, strlen (text), digest, &dlen, EVP_sha1 (), NULL) != 1 || dlen != 20)
 		abort (); /* only out of memory makes a digest of 60 bytes fail */
-	b64 = ab_preview_base64_encode (digest, dlen);
+	b64 = ab_base64_encode (digest, dlen);
 	memcpy (accept, b64, AB_WS_ACCEPT_LEN + 1);
 }
 
