@@ -1,6 +1,7 @@
 /* Unit tests for the daemon's HTTP body decoding (daemon/http-io.c), the
  * WebSocket accept key (RFC 6455 4.2.2's own example) and the digests
- * behind it and the bearer-token check (FIPS 180 test vectors). */
+ * behind it and the bearer-token check (FIPS 180 test vectors), and the
+ * HTTP reason phrases (net/http-status.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "daemon/daemon-internal.h"
 #include "daemon/http-io.h"
 #include "daemon/websocket.h"
+#include "net/http-status.h"
 
 #define N(a) (sizeof (a) / sizeof (a)[0])
 
@@ -140,14 +142,51 @@ test_ws_accept (void **state)
 	assert_string_equal (out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
+/* The one reason-phrase table: every status the daemon, the preview
+ * bridge and the proxies answer with, and the fallback. */
+static void
+test_status_text (void **state)
+{
+	static const struct {
+		int status;
+		const char *text;
+	} want[] = {
+		{ 100, "Continue" },
+		{ 101, "Switching Protocols" },
+		{ 200, "OK" },
+		{ 201, "Created" },
+		{ 204, "No Content" },
+		{ 400, "Bad Request" },
+		{ 401, "Unauthorized" },
+		{ 403, "Forbidden" },
+		{ 404, "Not Found" },
+		{ 405, "Method Not Allowed" },
+		{ 408, "Request Timeout" },
+		{ 409, "Conflict" },
+		{ 413, "Content Too Large" },
+		{ 429, "Too Many Requests" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 500, "Internal Server Error" },
+		{ 501, "Not Implemented" },
+		{ 502, "Bad Gateway" },
+		{ 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" },
+		{ 505, "HTTP Version Not Supported" },
+		{ 299, "Error" },
+		{ 0, "Error" },
+	};
+	(void)state;
+	for (size_t i = 0; i < N (want); i++)
+		assert_string_equal (ab_http_status_text (want[i].status), want[i].text);
+}
+
 int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_bodies),
-		cmocka_unit_test (test_body_limit),
-		cmocka_unit_test (test_digests),
-		cmocka_unit_test (test_ws_accept),
+		cmocka_unit_test (test_bodies),      cmocka_unit_test (test_body_limit),
+		cmocka_unit_test (test_digests),     cmocka_unit_test (test_ws_accept),
+		cmocka_unit_test (test_status_text),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
