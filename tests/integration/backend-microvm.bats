@@ -238,7 +238,9 @@ wait_for_vm() {
 		return 1
 	fi
 	[ "$SECONDS" -lt 60 ]
-	id="$(ab create --no-workspace)"
+	# auto probes every backend first: a KVM that hangs costs the probe's
+	# whole budget (10 s) before gVisor's and native's probes run.
+	id="$(AB_CALL_TIMEOUT=90 ab create --no-workspace)"
 	[ "$(ab ls --json | jq -r '.[0].backend')" != microvm ]
 }
 
