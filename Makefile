@@ -1,6 +1,7 @@
 # agentbox — plain Makefile (read top to bottom in a minute).
 #   make            build/agentbox and build/agentbox-agent
-#   make check      install what is missing, build, run every test
+#   make check      install what is missing, build, run every test (tests/check: two lanes
+#                   at a time, a table of suites at the end)
 #   make demo       install what is missing, build, run the demonstration
 #   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
 #                   every backend against its raw tool (bench/backends)
@@ -40,7 +41,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-asan integration conformance guest deps format format-check clang-build
+.PHONY: all check demo bench install clean unit unit-bins helpers unit-asan integration conformance guest deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
@@ -99,7 +100,10 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 deps:
-	scripts/install-deps build test microvm
+	scripts/install-deps build test microvm npm
+
+helpers: $(HELPER_BIN)
+unit-bins: $(UNIT_BIN)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -110,6 +114,7 @@ unit-asan:
 		LDFLAGS="-fsanitize=address,undefined" unit
 
 integration: all $(HELPER_BIN)
+	scripts/install-deps npm
 	AGENTBOX=$(abspath $(BUILD)/agentbox) HELPERS=$(abspath $(BUILD)/tests) AGENTBOX_BACKEND=native \
 		bats --print-output-on-failure tests/integration
 
@@ -130,13 +135,7 @@ clang-build:
 	$(MAKE) BUILD=$(BUILD)/clang CC=clang-14 all
 
 check: deps
-	$(MAKE) format-check
-	$(MAKE) all
-	$(MAKE) clang-build
-	$(MAKE) unit
-	$(MAKE) unit-asan
-	$(MAKE) integration
-	$(MAKE) conformance
+	tests/check $(BUILD)
 
 demo:
 	scripts/install-deps build

@@ -63,6 +63,12 @@ exec_runsc (char **argv, int log, pid_t keeper, ab_cgroup_t *cgroup)
 	if (null < 0 || dup2 (null, 0) < 0 || dup2 (log, 1) < 0 || dup2 (log, 2) < 0)
 		_exit (127);
 	ab_sys_close_range (3, INT_MAX, 0);
+	/* runsc mounts its sandbox process's chroot (a tmpfs) over $TMPDIR,
+	 * which that unprivileged process must reach: a caller's private
+	 * TMPDIR (below a 0700 directory) makes every start fail with
+	 * "cannot read client sync file".  Its default, /tmp, always works,
+	 * and the mount happens in the sandbox's own mount namespace. */
+	unsetenv ("TMPDIR");
 	execv (argv[0], argv);
 	_exit (127);
 }

@@ -34,6 +34,7 @@
 #endif
 
 #include "backend/service-socket.h"
+#include "base/tmpdir.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
@@ -239,7 +240,10 @@ static int
 add_fd (struct ab_microvm_s *vm, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-	return epoll_ctl (vm->epfd, EPOLL_CTL_ADD, fd, &ev);
+	/* The start already watches the SIGTERM fd and the caller's end. */
+	if (epoll_ctl (vm->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
 }
 
 static void
@@ -312,12 +316,19 @@ ended_early (struct ab_microvm_s *vm, enum pump_result r, ab_error_t *err)
 	                 how, tail);
 }
 
+/* Until the agent's HELLO, the boot budget, QEMU's end, or a cancel
+ * (SIGTERM to the monitor, or its caller gone: nobody waits for this VM). */
 static int
 await_hello (struct ab_microvm_s *vm, ab_error_t *err)
 {
 	uint64_t deadline = now_ms () + (uint64_t)vm->boot_timeout_ms;
 	char tail[CONSOLE_TAIL + 32];
+	int cancel[2];
 
+	ab_monitor_start_cancel_fds (cancel);
+	for (int i = 0; i < 2; i++)
+		if (cancel[i] >= 0 && add_fd (vm, cancel[i]) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "epoll_ctl");
 	while (!vm->hello) {
 		uint64_t now = now_ms ();
 		enum pump_result r;
@@ -328,7 +339,11 @@ await_hello (struct ab_microvm_s *vm, ab_error_t *err)
 			        "the microVM's agent did not answer within %d ms under %s%s",
 			        vm->boot_timeout_ms, vm->kvm ? "kvm" : "tcg", tail);
 		}
-		r = pump (vm, -1, -1, (int)(deadline - now));
+		r = pump (vm, cancel[0], cancel[1], (int)(deadline - now));
+		if (r == PUMP_TERM)
+			return ab_error (err, ECANCELED, AB_E_SYSTEM,
+			                 "the microVM's boot was cancelled (SIGTERM, or the "
+			                 "caller went away)");
 		if (r == PUMP_QEMU_ENDED || r == PUMP_BROKEN)
 			return ended_early (vm, r, err);
 	}
@@ -368,15 +383,13 @@ static int
 vm_start (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
 {
 	struct ab_microvm_s *vm = ctx;
-	const char *tmp = getenv ("TMPDIR");
 	struct ab_microvm_layout_s l;
 	char **argv = NULL;
 	int r;
 
 	vm->qemu = -1;
 	vm->qemu_pidfd = vm->stream = vm->listen_fd = vm->epfd = -1;
-	snprintf (vm->rundir, sizeof vm->rundir, "%s/agentbox-vm-%s-XXXXXX",
-	          tmp && tmp[0] == '/' ? tmp : "/tmp", id);
+	snprintf (vm->rundir, sizeof vm->rundir, "%s/agentbox-vm-%s-XXXXXX", ab_tmp_dir (), id);
 	if (!mkdtemp (vm->rundir)) {
 		vm->rundir[0] = '\0';
 		return ab_error (err, errno, AB_E_SYSTEM, "microVM run directory");

@@ -6,7 +6,15 @@
  * the caller keeps its end (one-shot, or spec->service_tied), the
  * monitor's last message on it is the END report: the backend's stats and
  * the sandbox's own failure, if any.  The caller sends KILL_MSG on it to
- * have the sandbox killed; its EOF tears the sandbox down. */
+ * have the sandbox killed; its EOF tears the sandbox down.  Without
+ * service_tied the caller answers READY with ACK before it closes its
+ * end: a caller that died (or was killed) after asking for the sandbox but
+ * before it heard of it can never find it again, so a monitor that hears
+ * no ACK tears the sandbox down instead of living on.
+ *
+ * While ops->start runs (a VM may take seconds to boot), SIGTERM or the
+ * caller hanging up cancels it: ab_monitor_start_cancel_fds gives the
+ * start code both fds, and ab_monitor_wait_socket watches them. */
 #include "backend/monitor.h"
 
 #include <errno.h>
@@ -34,7 +42,11 @@
 #define REPORT_READY  '+'
 #define REPORT_FAILED '-'
 #define REPORT_END    '='
-#define KILL_MSG      'k'
+#define KILL_MSG      'x'
+#define ACK           'k'
+/* The caller acknowledges at once (it is blocked reading the report);
+ * this only bounds a caller that froze or died. */
+#define ACK_WAIT_MS 10000
 /* After the time limit, the agent's kill grace and this much more, a
  * monitor with a kill hook ends the sandbox itself. */
 #define BACKSTOP_SLACK_MS 5000
@@ -47,6 +59,26 @@ struct report_s {
 	uint64_t cpu_ms;
 	char error[AB_ERROR_MSG_MAX];
 };
+
+/* This process is a monitor: its SIGTERM signalfd and its caller's end,
+ * while the sandbox starts. */
+static int cancel_fds[2] = { -1, -1 };
+
+void
+ab_monitor_start_cancel_fds (int fds[2])
+{
+	fds[0] = cancel_fds[0];
+	fds[1] = cancel_fds[1];
+}
+
+static bool
+start_cancelled (void)
+{
+	struct pollfd p[2] = { { .fd = cancel_fds[0], .events = POLLIN },
+		               { .fd = cancel_fds[1], .events = POLLIN } };
+
+	return poll (p, 2, 0) > 0;
+}
 
 void
 ab_backend_make_id (char id[33])
@@ -81,6 +113,9 @@ ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error
 		if ((ab_mono_us () / 1000) >= deadline)
 			return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
 			                 "the agent did not listen within %d ms", timeout_ms);
+		if (start_cancelled ())
+			return ab_error (err, ECANCELED, AB_E_SYSTEM,
+			                 "cancelled: SIGTERM, or the caller went away");
 		/* Back off from 2 ms to 50 ms: fast when the agent is quick,
 		 * cheap while a VM boots. */
 		if (poll (&p, watch_fd >= 0 ? 1 : 0, delay) > 0)
@@ -215,6 +250,40 @@ finish (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_op
 	_exit (0);
 }
 
+/* Without service_tied: true once the caller has acknowledged READY. */
+static bool
+caller_took_it (int report_fd)
+{
+	struct pollfd p = { .fd = report_fd, .events = POLLIN };
+	char c = 0;
+
+	while (poll (&p, 1, ACK_WAIT_MS) < 0 && errno == EINTR)
+		;
+	return recv (report_fd, &c, 1, MSG_DONTWAIT) == 1 && c == ACK;
+}
+
+/* Service mode: READY; untied, the caller's ACK, or nobody owns the
+ * sandbox and it is torn down. */
+static int
+report_ready (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
+              void *ctx, int report_fd)
+{
+	ab_error_t ignored = AB_ERROR_INIT;
+	bool taken;
+
+	send_report (report_fd, REPORT_READY, NULL, NULL);
+	if (spec->service_tied)
+		return report_fd;
+	taken = caller_took_it (report_fd);
+	close (report_fd);
+	if (!taken) {
+		ops->stop (ctx, spec, id, &ignored);
+		ab_monitor_remove_socket (spec);
+		_exit (1);
+	}
+	return -1;
+}
+
 static void __attribute__ ((noreturn))
 run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monitor_ops_s *ops,
              void *ctx, const int *keep, size_t n_keep, int report_fd)
@@ -239,16 +308,14 @@ run_monitor (const struct ab_spec_s *spec, const char *id, const struct ab_monit
 	/* Blocked from here: a SIGTERM during start is heard once it is
 	 * done (what the backend starts resets its signal mask). */
 	term_fd = ab_termination_signalfd ();
+	cancel_fds[0] = term_fd;
+	cancel_fds[1] = report_fd;
 	watch_fd = ops->start (ctx, spec, id, &err);
+	cancel_fds[0] = cancel_fds[1] = -1;
 	if (watch_fd < 0)
 		fail_start (spec, id, ops, ctx, report_fd, &err);
-	if (spec->service_socket) {
-		send_report (report_fd, REPORT_READY, NULL, NULL);
-		if (!spec->service_tied) {
-			close (report_fd);
-			report_fd = -1;
-		}
-	}
+	if (spec->service_socket)
+		report_fd = report_ready (spec, id, ops, ctx, report_fd);
 	supervise (spec, ops, ctx, watch_fd, term_fd, report_fd);
 	finish (spec, id, ops, ctx, report_fd);
 }
@@ -306,6 +373,17 @@ ab_monitor_require_service (const struct ab_spec_s *spec, const char *name, ab_e
 	return 0;
 }
 
+/* Tell an untied monitor that its sandbox has an owner now. */
+static int
+acknowledge (int fd, ab_error_t *err)
+{
+	const char ack = ACK;
+
+	if (send (fd, &ack, 1, MSG_NOSIGNAL) != 1)
+		return ab_error (err, errno, AB_E_SYSTEM, "the sandbox monitor went away");
+	return 0;
+}
+
 /* In the first child.  Service mode: re-parented away from the caller
  * (which may be restarted), the monitor's pid reaching the caller first. */
 static void __attribute__ ((noreturn))
@@ -358,6 +436,8 @@ ab_monitor_spawn (const struct ab_spec_s *spec, void *ctx, const int *keep, size
 		sb->monitor_fd = sv[0];
 		return 0;
 	}
+	if (r == 0)
+		r = acknowledge (sv[0], err);
 	close (sv[0]);
 	return r;
 }

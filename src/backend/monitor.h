@@ -61,11 +61,18 @@ int ab_monitor_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, a
 /* Unlink spec->service_socket and, when tied, its directory if empty. */
 void ab_monitor_remove_socket (const struct ab_spec_s *spec);
 
+/* In a monitor, while ops->start runs: fds[0] (the SIGTERM signalfd) and
+ * fds[1] (the caller's end of the link) become readable when the start
+ * must give up: a start that waits on its own (a VM's boot) watches them
+ * too and fails with ECANCELED.  Both are -1 outside a start. */
+void ab_monitor_start_cancel_fds (int fds[2]);
+
 /* SIGTERM a monitor and wait (up to timeout_ms) for it to end. */
 int ab_monitor_terminate (pid_t monitor_pid, int timeout_ms, ab_error_t *err);
 
 /* Poll until a unix socket at path accepts a connection, watch_fd (if >= 0)
- * becomes readable (the sandbox died: an error), or timeout_ms passes. */
+ * becomes readable (the sandbox died: an error), the start is cancelled
+ * (see below), or timeout_ms passes. */
 int ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err);
 
 /* Start argv (a host tool, searched in PATH) with in, out, err_fd as its

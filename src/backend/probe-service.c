@@ -10,6 +10,8 @@
 
 #include "backend/backend.h"
 #include "base/sys.h"
+#include "base/cleanup.h"
+#include "base/tmpdir.h"
 #include "base/xalloc.h"
 
 static ab_service_exec_fn service_exec;
@@ -32,7 +34,7 @@ run_true (const struct ab_spec_s *spec, ab_error_t *err)
 void
 ab_backend_service_probe (const struct ab_backend_ops_s *ops, struct ab_probe_result_s *result)
 {
-	char dir[] = "/tmp/agentbox-probe-XXXXXX";
+	cleanup_free char *dir = NULL;
 	ab_error_t err = AB_ERROR_INIT, derr = AB_ERROR_INIT;
 	struct ab_sandbox_exit_s ex;
 	struct ab_sandbox_s sb;
@@ -44,9 +46,8 @@ ab_backend_service_probe (const struct ab_backend_ops_s *ops, struct ab_probe_re
 	ab_spec_init (&spec);
 	spec.limits.memory_bytes = 128ULL << 20;
 	spec.limits.pids = 32;
-	if (!mkdtemp (dir)) {
-		ab_error (&err, errno, AB_E_SYSTEM, "mkdtemp");
-	} else {
+	dir = ab_make_temp_dir (NULL, "agentbox-probe", &err);
+	if (dir) {
 		spec.service_socket = xasprintf ("%s/agent.sock", dir);
 		spec.service_tied = true; /* a probe killed midway leaves nothing */
 		r = ops->create (&spec, NULL, &sb, &err);

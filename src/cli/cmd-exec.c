@@ -13,17 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/websocket.h"
-#include "net/preview-base64.h"
 
 #define MAX_LINE (64u << 20)
 
@@ -126,8 +125,7 @@ write_output (const json_t *ev, ab_error_t *err)
 	if (data)
 		return ab_write_all (fd, json_string_value (data), json_string_length (data));
 	if (b64
-	    && ab_preview_base64_decode (json_string_value (b64), json_string_length (b64), &raw,
-	                                 &len)
+	    && ab_base64_decode (json_string_value (b64), json_string_length (b64), &raw, &len)
 	               == 0) {
 		int r = ab_write_all (fd, raw, len);
 		free (raw);
@@ -245,16 +243,14 @@ on_winch (int sig)
 static int
 ws_open (struct ab_client_s *c, const struct exec_opts_s *o, ab_error_t *err)
 {
-	uint8_t raw[16];
-	cleanup_free char *key = NULL, *path = xasprintf ("/v1/sandboxes/%s/exec/ws", o->id);
+	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/exec/ws", o->id);
 	cleanup_free char *extra = NULL;
-	char want[29];
+	char key[AB_WS_KEY_LEN + 1], want[AB_WS_ACCEPT_LEN + 1];
 	size_t alen;
 	const char *accept;
 
-	if (getrandom (raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+	if (ab_ws_make_key (key) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "getrandom");
-	key = ab_preview_base64_encode (raw, sizeof raw);
 	extra = xasprintf ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
 	                   "Sec-WebSocket-Version: 13\r\n",
 	                   key);
@@ -276,7 +272,7 @@ send_json (int fd, json_t *j)
 {
 	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
 	json_decref (j);
-	return ab_ws_send (fd, AB_WS_TEXT, text, strlen (text), true);
+	return ab_ws_send (fd, AB_WS_OP_TEXT, text, strlen (text), true);
 }
 
 static void
@@ -300,18 +296,18 @@ ws_message (struct ab_client_s *c, ab_error_t *err)
 		             : (ab_error (err, 0, AB_E_SYSTEM,
 		                          "the session ended before the command exited"),
 		                -2);
-	if (m.opcode == AB_WS_BINARY && m.len >= 1)
+	if (m.opcode == AB_WS_OP_BINARY && m.len >= 1)
 		ab_write_all (m.data[0] == AB_WS_STDERR ? 2 : 1, m.data + 1, m.len - 1);
-	else if (m.opcode == AB_WS_TEXT) {
+	else if (m.opcode == AB_WS_OP_TEXT) {
 		json_t *ev = json_loadb ((char *)m.data, m.len, JSON_ALLOW_NUL, NULL);
 		code = ev ? handle_event (ev, err) : -1;
 		json_decref (ev);
-	} else if (m.opcode == AB_WS_CLOSE)
+	} else if (m.opcode == AB_WS_OP_CLOSE)
 		code = (ab_error (err, 0, AB_E_SYSTEM,
 		                  "the session ended before the command exited"),
 		        -2);
-	else if (m.opcode == AB_WS_PING)
-		ab_ws_send (c->fd, AB_WS_PONG, m.data, m.len, true);
+	else if (m.opcode == AB_WS_OP_PING)
+		ab_ws_send (c->fd, AB_WS_OP_PONG, m.data, m.len, true);
 	free (m.data);
 	return code;
 }
@@ -329,7 +325,7 @@ stdin_ready (struct ab_client_s *c, bool *open)
 		return send_json (c->fd, json_pack ("{s:s}", "type", "close_stdin"));
 	}
 	buf[0] = AB_WS_STDIN;
-	return ab_ws_send (c->fd, AB_WS_BINARY, buf, (size_t)n + 1, true);
+	return ab_ws_send (c->fd, AB_WS_OP_BINARY, buf, (size_t)n + 1, true);
 }
 
 static int

@@ -28,6 +28,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
@@ -402,14 +403,15 @@ try_landlock (void *arg, struct ab_doctor_child_s *out)
 static void
 landlock_functional (struct ab_doctor_check_s *c, int abi)
 {
-	char dir[] = "/tmp/agentbox-doctor-XXXXXX";
+	ab_error_t err = AB_ERROR_INIT;
+	cleanup_free char *dir = ab_make_temp_dir (NULL, "agentbox-doctor", &err);
 	struct landlock_probe_s p;
 	struct ab_doctor_child_s r;
 	cleanup_free char *file = NULL;
 	int fd;
 
-	if (!mkdtemp (dir)) {
-		ab_doctor_child_fail (&r, errno, "mkdtemp");
+	if (!dir) {
+		ab_doctor_child_fail (&r, err.errnum, "%s", err.msg);
 	} else {
 		file = xasprintf ("%s/f", dir);
 		fd = open (file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "base/cleanup.h"
+#include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "isolate/rootfs.h"
@@ -188,19 +189,15 @@ want_tty (const struct ab_spec_s *spec)
 	return spec->tty == AB_TTY_ON;
 }
 
-/* Where a service-mode sandbox of `run` listens: a fresh private dir. */
+/* Where a service-mode sandbox of `run` listens: a fresh private dir
+ * under $XDG_RUNTIME_DIR (the user's runtime dir is made for sockets),
+ * else under the temporary directory. */
 static char *
 make_socket_dir (ab_error_t *err)
 {
 	const char *base = getenv ("XDG_RUNTIME_DIR");
-	char *dir = xasprintf ("%s/agentbox-run-XXXXXX", base && base[0] == '/' ? base : "/tmp");
 
-	if (!mkdtemp (dir)) {
-		ab_error (err, errno, AB_E_SYSTEM, "mkdtemp %s", dir);
-		free (dir);
-		return NULL;
-	}
-	return dir;
+	return ab_make_temp_dir (base && base[0] == '/' ? base : NULL, "agentbox-run", err);
 }
 
 /* The egress and credential proxies behind the agent's listeners of a

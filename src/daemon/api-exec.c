@@ -15,10 +15,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
-#include "net/preview-base64.h"
 #include "spec/spec-json.h"
 
 #define PEER_CHECK_MS 1000
@@ -216,7 +216,7 @@ output_event (struct utf8_hold_s *h, int s, const uint8_t *data, size_t len, boo
 			return NULL;
 		return json_pack ("{s:s, s:o}", "type", names[s], "data", text);
 	}
-	cleanup_free char *b64 = ab_preview_base64_encode (buf, n);
+	cleanup_free char *b64 = ab_base64_encode (buf, n);
 	return json_pack ("{s:s, s:s}", "type", names[s], "data_b64", b64);
 }
 
@@ -295,7 +295,7 @@ put_capture (json_t *j, const char *name, struct capture_s *c)
 	if (text)
 		json_object_set_new (j, name, text);
 	else {
-		cleanup_free char *b64 = ab_preview_base64_encode (c->buf, c->len);
+		cleanup_free char *b64 = ab_base64_encode (c->buf, c->len);
 		cleanup_free char *bkey = xasprintf ("%s_b64", name);
 		json_object_set_new (j, bkey, json_string (b64));
 	}

@@ -47,7 +47,7 @@ ws_send_json (struct ws_session_s *s, json_t *j)
 {
 	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
 	json_decref (j);
-	return ws_send (s, AB_WS_TEXT, text, strlen (text));
+	return ws_send (s, AB_WS_OP_TEXT, text, strlen (text));
 }
 
 static int
@@ -88,17 +88,18 @@ input_main (void *arg)
 	while (c && !s->done) {
 		struct ab_ws_msg_s m;
 		int rc = ab_ws_recv (s->r->io, true, &m, &err);
-		if (rc <= 0 || m.opcode == AB_WS_CLOSE) {
+		if (rc <= 0 || m.opcode == AB_WS_OP_CLOSE) {
 			if (rc > 0)
 				free (m.data);
 			break;
 		}
-		if (m.opcode == AB_WS_PING)
-			ws_send (s, AB_WS_PONG, m.data, m.len);
-		else if (m.opcode == AB_WS_BINARY && m.len > 1 && m.data[0] == AB_WS_STDIN) {
+		if (m.opcode == AB_WS_OP_PING)
+			ws_send (s, AB_WS_OP_PONG, m.data, m.len);
+		else if (m.opcode == AB_WS_OP_BINARY && m.len > 1 && m.data[0] == AB_WS_STDIN) {
 			if (ab_agent_proc_write_stdin (c, s->pid, m.data + 1, m.len - 1, &err) == 0)
 				ab_metrics_add_bytes ("exec_stdin_bytes", m.len - 1);
-		} else if (m.opcode == AB_WS_TEXT && control (s, c, (const char *)m.data, &err) < 0)
+		} else if (m.opcode == AB_WS_OP_TEXT
+		           && control (s, c, (const char *)m.data, &err) < 0)
 			ws_send_json (s, json_pack ("{s:s, s:{s:s, s:s}}", "type", "error", "error",
 			                            "code", ab_error_kind_name (err.kind),
 			                            "message", err.msg));
@@ -135,7 +136,7 @@ output_loop (struct ws_session_s *s, ab_agent_conn_t *c, struct ab_agent_proc_s 
 		ab_metrics_add_bytes (ev.kind == AB_AGENT_EV_STDERR ? "exec_stderr_bytes"
 		                                                    : "exec_stdout_bytes",
 		                      ev.len);
-		if (ws_send (s, AB_WS_BINARY, buf, ev.len + 1) < 0)
+		if (ws_send (s, AB_WS_OP_BINARY, buf, ev.len + 1) < 0)
 			break;
 	}
 	free (buf);
@@ -159,7 +160,7 @@ handshake (struct ab_req_s *r)
 	const char *conn = ab_http_io_field (r->io, "connection", &clen);
 	const char *key = ab_http_io_field (r->io, "sec-websocket-key", &klen);
 	const char *ver = ab_http_io_field (r->io, "sec-websocket-version", &vlen);
-	char accept[29], head[256];
+	char accept[AB_WS_ACCEPT_LEN + 1], head[256];
 
 	if (!up || !has_token (up, ulen, "websocket") || !has_token (conn, clen, "upgrade") || !key
 	    || klen != 24 || !ver || vlen != 2 || memcmp (ver, "13", 2) != 0)
@@ -191,8 +192,9 @@ first_message (struct ws_session_s *s, struct ab_exec_req_s *x, ab_error_t *err)
 	if (rc <= 0)
 		return rc < 0 ? -1
 		              : ab_error (err, 0, AB_E_INVALID, "closed before the exec request");
-	j = m.opcode == AB_WS_TEXT ? json_loadb ((char *)m.data, m.len, JSON_REJECT_DUPLICATES, &je)
-	                           : NULL;
+	j = m.opcode == AB_WS_OP_TEXT
+	            ? json_loadb ((char *)m.data, m.len, JSON_REJECT_DUPLICATES, &je)
+	            : NULL;
 	free (m.data);
 	if (!json_is_object (j)) {
 		json_decref (j);
@@ -237,8 +239,8 @@ session (struct ws_session_s *s)
 		if (pthread_create (&input, NULL, input_main, s) == 0) {
 			output_loop (s, c, &p);
 			s->done = 1;
-			ws_send (s, AB_WS_CLOSE, "\x03\xe8", 2); /* 1000: normal closure */
-			shutdown (s->r->fd, SHUT_RD);            /* wakes the input thread */
+			ws_send (s, AB_WS_OP_CLOSE, "\x03\xe8", 2); /* 1000: normal closure */
+			shutdown (s->r->fd, SHUT_RD);               /* wakes the input thread */
 			pthread_join (input, NULL);
 		}
 	}

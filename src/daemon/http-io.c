@@ -27,6 +27,7 @@ ab_http_io_free (struct ab_http_io_s *io)
 	free (io->buf);
 	free (io->head_copy);
 	io->buf = io->head_copy = NULL;
+	ab_ws_assembler_free (&io->ws);
 }
 
 static ssize_t

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "net/http-head.h"
+#include "net/websocket.h"
 
 #define AB_HTTP_IO_BUF        (64 * 1024)
 #define AB_HTTP_IO_MAX_FIELDS 64
@@ -34,6 +35,9 @@ struct ab_http_io_s {
 	bool in_chunk_data;             /* CHUNKED: inside a chunk's data */
 	bool body_done;
 	uint64_t body_read; /* bytes delivered so far */
+	/* after an upgrade: the WebSocket message being reassembled
+	 * (daemon/websocket.c) */
+	struct ab_ws_assembler_s ws;
 };
 
 void ab_http_io_init (struct ab_http_io_s *io, int fd, size_t max_head);

@@ -11,39 +11,7 @@
 #include "base/cleanup.h"
 #include "base/pct.h"
 #include "base/xalloc.h"
-
-static const struct {
-	int status;
-	const char *reason;
-} reasons[] = {
-	{ 100, "Continue" },
-	{ 101, "Switching Protocols" },
-	{ 200, "OK" },
-	{ 201, "Created" },
-	{ 204, "No Content" },
-	{ 400, "Bad Request" },
-	{ 401, "Unauthorized" },
-	{ 403, "Forbidden" },
-	{ 404, "Not Found" },
-	{ 405, "Method Not Allowed" },
-	{ 409, "Conflict" },
-	{ 413, "Content Too Large" },
-	{ 429, "Too Many Requests" },
-	{ 431, "Request Header Fields Too Large" },
-	{ 500, "Internal Server Error" },
-	{ 501, "Not Implemented" },
-	{ 503, "Service Unavailable" },
-	{ 505, "HTTP Version Not Supported" },
-};
-
-static const char *
-reason_of (int status)
-{
-	for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
-		if (reasons[i].status == status)
-			return reasons[i].reason;
-	return "Unknown";
-}
+#include "net/http-status.h"
 
 /* STYLE.md's error kinds, as HTTP statuses. */
 int
@@ -64,7 +32,7 @@ send_head (struct ab_req_s *r, int status, const char *ctype, long long length, 
 {
 	char head[1024];
 	int n = snprintf (head, sizeof head, "HTTP/1.1 %d %s\r\nServer: agentbox\r\n", status,
-	                  reason_of (status));
+	                  ab_http_status_text (status));
 
 	if (ctype)
 		n += snprintf (head + n, sizeof head - (size_t)n, "Content-Type: %s\r\n", ctype);

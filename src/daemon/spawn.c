@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,6 +198,13 @@ ab_daemon_create_child_main (int argc, char **argv)
 		fprintf (stderr, "agentbox: __create-sandbox is internal to agentbox serve\n");
 		return 125;
 	}
+	/* A daemon that ends mid-create takes this spawner with it; the
+	 * monitor then sees its caller gone and cancels the start (a VM may
+	 * still be booting), so nothing outlives a create nobody waits for.
+	 * The daemon's spawning thread blocks in waitpid until we exit, so
+	 * only the daemon's own end can fire this. */
+	if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid () == 1)
+		return 125;
 	if (create_from_stdin (&sb, &err) < 0) {
 		print_result (NULL, &err);
 		return 1;

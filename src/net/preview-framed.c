@@ -19,7 +19,7 @@
 #include "net/preview-dial.h"
 #include "net/preview-doc.h"
 #include "net/preview-ws-handshake.h"
-#include "net/preview-ws.h"
+#include "net/websocket.h"
 
 /* Stop reading stdin while this much is still queued for the server. */
 #define UPLINK_HIGH (1u << 20)

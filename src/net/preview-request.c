@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
-#include "net/preview-base64.h"
 #include "net/preview-buf.h"
 #include "net/preview-dial.h"
 #include "net/preview-doc.h"
@@ -27,7 +27,7 @@ static const struct {
 static json_t *
 answer (int status, json_t *headers, const void *body, size_t len)
 {
-	cleanup_free char *b64 = ab_preview_base64_encode (body, len);
+	cleanup_free char *b64 = ab_base64_encode (body, len);
 
 	return json_pack ("{s:i, s:o, s:s}", "status", status, "headers", headers, "bodyBase64",
 	                  b64);
@@ -64,7 +64,7 @@ parse_fields (const json_t *doc, struct request_s *r)
 	    || !ab_preview_path_valid (r->path))
 		return -1;
 	if (ab_preview_get_string (doc, "bodyBase64", "", &b64) < 0
-	    || ab_preview_base64_decode (b64, strlen (b64), &r->body, &r->body_len) < 0)
+	    || ab_base64_decode (b64, strlen (b64), &r->body, &r->body_len) < 0)
 		return -1;
 	if (ab_preview_get_uint (doc, "maxResponseBytes", 0, AB_PREVIEW_MAX_RESPONSE_LIMIT,
 	                         AB_PREVIEW_DEFAULT_MAX_RESPONSE, &r->max_response)

@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "net/http-head.h"
+#include "net/http-status.h"
 #include "net/iobuf.h"
 #include "net/listener.h"
 #include "net/preview-buf.h"
@@ -93,28 +94,6 @@ conn_free (struct conn_s *c)
 
 /* ---- answers -------------------------------------------------------------- */
 
-static const char *
-reason_phrase (int status)
-{
-	static const struct {
-		int status;
-		const char *reason;
-	} reasons[] = {
-		{ 200, "OK" },
-		{ 400, "Bad Request" },
-		{ 404, "Not Found" },
-		{ 408, "Request Timeout" },
-		{ 413, "Content Too Large" },
-		{ 431, "Request Header Fields Too Large" },
-		{ 501, "Not Implemented" },
-		{ 505, "HTTP Version Not Supported" },
-	};
-	for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-		if (reasons[i].status == status)
-			return reasons[i].reason;
-	return "Error";
-}
-
 static void
 respond (struct conn_s *c, int status, const char *type, const char *body, size_t len)
 {
@@ -125,7 +104,7 @@ respond (struct conn_s *c, int status, const char *type, const char *body, size_
 	evbuffer_add_printf (out,
 	                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	                     "Cache-Control: no-store\r\n%s\r\n",
-	                     status, reason_phrase (status), type, len,
+	                     status, ab_http_status_text (status), type, len,
 	                     c->closing ? "Connection: close\r\n" : "");
 	evbuffer_add (out, body, len);
 }

@@ -1,49 +1,6 @@
 #include "net/preview-ws-handshake.h"
 
-#include <errno.h>
-#include <openssl/evp.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-
-#include "base/cleanup.h"
-#include "base/xalloc.h"
-#include "net/preview-base64.h"
-
-static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-int
-ab_ws_make_key (char key[AB_WS_KEY_LEN + 1])
-{
-	uint8_t raw[16];
-	cleanup_free char *b64 = NULL;
-	ssize_t n;
-
-	do
-		n = getrandom (raw, sizeof raw, 0);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof raw)
-		return -1;
-	b64 = ab_preview_base64_encode (raw, sizeof raw);
-	memcpy (key, b64, AB_WS_KEY_LEN + 1);
-	return 0;
-}
-
-void
-ab_ws_accept_for_key (const char *key, char accept[AB_WS_ACCEPT_LEN + 1])
-{
-	uint8_t digest[EVP_MAX_MD_SIZE];
-	unsigned int dlen = 0;
-	cleanup_free char *text = xasprintf ("%s%s", key, ws_guid);
-	cleanup_free char *b64 = NULL;
-
-	/* SHA-1 is what 4.2.2 prescribes; the value only proves the server
-	 * read our key and speaks WebSocket, it protects nothing. */
-	if (EVP_Digest (text, strlen (text), digest, &dlen, EVP_sha1 (), NULL) != 1 || dlen != 20)
-		abort (); /* only out of memory makes a digest of 60 bytes fail */
-	b64 = ab_preview_base64_encode (digest, dlen);
-	memcpy (accept, b64, AB_WS_ACCEPT_LEN + 1);
-}
 
 void
 ab_ws_format_request (struct ab_iobuf_s *out, const char *host_header, const char *path,
@@ -124,7 +81,7 @@ ab_ws_check_response (const struct ab_http_head_s *h, const char *key, const cha
 			conn_upgrade = true;
 	if (!conn_upgrade)
 		return refuse (why, "missing Connection: upgrade");
-	ab_ws_accept_for_key (key, want);
+	ab_ws_accept_key (key, strlen (key), want);
 	if (find_field (h, "sec-websocket-accept", &f) != 1 || f->value_len != AB_WS_ACCEPT_LEN
 	    || memcmp (f->value, want, AB_WS_ACCEPT_LEN) != 0)
 		return refuse (why, "wrong Sec-WebSocket-Accept");

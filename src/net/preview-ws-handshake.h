@@ -1,23 +1,13 @@
-/* The client side of the WebSocket opening handshake (RFC 6455 4.1):
- * a fresh random key per connection, the upgrade request, and the checks
- * on the server's answer.  Pure apart from the random key. */
+/* The preview bridge's side of the WebSocket opening handshake (RFC 6455
+ * 4.1): the upgrade request and the checks on the server's answer (the
+ * key and the accept value are the codec's, net/websocket.h).  Pure. */
 #ifndef AB_NET_PREVIEW_WS_HANDSHAKE_H
 #define AB_NET_PREVIEW_WS_HANDSHAKE_H
 
 #include "net/http-head.h"
 #include "net/iobuf.h"
 #include "net/preview-doc.h"
-
-/* base64 of 16 bytes (24 characters) and of a SHA-1 digest (28). */
-#define AB_WS_KEY_LEN    24
-#define AB_WS_ACCEPT_LEN 28
-
-/* A key from 16 bytes of getrandom(2) (4.1: "randomly selected ... for
- * each connection").  Returns 0 or -1 with errno. */
-int ab_ws_make_key (char key[AB_WS_KEY_LEN + 1]);
-
-/* base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")) (4.2.2). */
-void ab_ws_accept_for_key (const char *key, char accept[AB_WS_ACCEPT_LEN + 1]);
+#include "net/websocket.h"
 
 /* The GET request that asks host_header for an upgrade on path, with the
  * caller's extra fields (already filtered: AB_PREVIEW_HDRS_WEBSOCKET). */

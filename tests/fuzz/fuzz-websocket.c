@@ -1,4 +1,4 @@
-/* libFuzzer harness for the WebSocket codec (src/net/preview-ws.c): the
+/* libFuzzer harness for the WebSocket codec (src/net/websocket.c): the
  * bytes a server in the sandbox sends the preview bridge.  Besides "no
  * crash, no sanitizer report", it checks what the relay relies on:
  *   - a decoded frame lies inside the buffer, its payload within the limit
@@ -11,14 +11,15 @@
  * Build (from the repository root) and run for 60 s on a copy of the seeds:
  *   clang-14 -g -O1 -std=gnu11 -D_GNU_SOURCE -Isrc \
  *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     tests/fuzz/fuzz-websocket.c src/net/preview-ws.c src/net/iobuf.c \
- *     src/base/xalloc.c -o /tmp/fuzz-websocket
+ *     tests/fuzz/fuzz-websocket.c src/net/websocket.c src/net/iobuf.c \
+ *     src/base/base64.c src/base/cleanup.c src/base/xalloc.c -lcrypto \
+ *     -o /tmp/fuzz-websocket
  *   rm -rf /tmp/fuzz-ws-corpus && cp -r tests/fuzz/corpus/websocket /tmp/fuzz-ws-corpus
  *   /tmp/fuzz-websocket -max_total_time=60 -max_len=4096 /tmp/fuzz-ws-corpus */
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/preview-ws.h"
+#include "net/websocket.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

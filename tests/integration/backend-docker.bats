@@ -337,7 +337,7 @@ rc=0" ]
 	# The killed caller's socket directory (made by `agentbox run`, which
 	# could not remove it) holds nothing of the sandbox any more.
 	local d new
-	new="$(comm -13 <(sort "$SNAPSHOT") <(host_snapshot | sort) | grep '^/tmp/agentbox-run-' || true)"
+	new="$(comm -13 <(sort "$SNAPSHOT") <(host_snapshot | sort) | grep -x "$TMPDIR/agentbox-run-[^/]*" || true)"
 	for d in $new; do
 		wait_gone bash -c '[ -n "$(ls -A "$1")" ]' _ "$d"
 		ls -la "$d"

@@ -60,7 +60,7 @@ wait_exit() {
 }
 
 @test "openai SDK from npm: streamed and plain chat completions through the proxy" {
-	cred_npm_install || skip "npm registry unreachable: cannot install openai and @anthropic-ai/sdk ($CRED_NPM/install.log)"
+	cred_npm_install || skip "openai and @anthropic-ai/sdk are not installed in $CRED_NPM (scripts/install-deps npm)"
 	run inns env NODE_PATH="$CRED_NPM/node_modules" OPENAI_API_KEY= OPENAI_BASE_URL= \
 		node "$CRED_HELPERS/client.js" openai "$CP/openai" "$TOKEN"
 	echo "$output"
@@ -75,7 +75,7 @@ wait_exit() {
 }
 
 @test "@anthropic-ai/sdk from npm: a streamed message and a plain one through the proxy" {
-	cred_npm_install || skip "npm registry unreachable: cannot install openai and @anthropic-ai/sdk ($CRED_NPM/install.log)"
+	cred_npm_install || skip "openai and @anthropic-ai/sdk are not installed in $CRED_NPM (scripts/install-deps npm)"
 	run inns env NODE_PATH="$CRED_NPM/node_modules" ANTHROPIC_API_KEY= ANTHROPIC_AUTH_TOKEN= \
 		ANTHROPIC_BASE_URL= node "$CRED_HELPERS/client.js" anthropic "$CP/anthropic" "$TOKEN"
 	echo "$output"

@@ -22,6 +22,7 @@ daemon_setup() {
 	BG_PIDS=()
 	HOST_FILES=()
 	MARK="abtest-$$-${BATS_TEST_NUMBER}-$RANDOM$RANDOM"
+	test_tmpdir
 	SNAPSHOT="$BATS_TEST_TMPDIR/host-before"
 	host_snapshot >"$SNAPSHOT"
 }

@@ -184,3 +184,46 @@ assert_sandbox_gone() {
 	assert_nothing_left "$BEFORE"
 	assert_tmpdir_empty
 }
+
+# The leftover checks look only in this test's TMPDIR; this proves that is
+# where agentbox keeps its temporary files.  In a mount namespace of its
+# own whose /tmp, /var/tmp and /dev/shm are empty, read-only tmpfs (the
+# test's own directory moved back into place, writable), a run, a failed
+# run, a run over protocol v2 (which makes a socket directory), the
+# doctor's checks (which make a probe directory) and, where runsc is
+# installed, a gVisor run and a failed one must all work, and then the
+# three are still empty.  The same runs with TMPDIR unset must fail.
+@test "agentbox keeps its temporary files under TMPDIR: /tmp, /var/tmp and /dev/shm are never written" {
+	command -v unshare >/dev/null || skip "unshare is missing (util-linux)"
+	local script='
+		t="$1"; shift
+		mkdir -p /tmp/.abtest-keep-$$
+		mount --rbind "$t" /tmp/.abtest-keep-$$
+		for d in /var/tmp /dev/shm; do mount -t tmpfs -o mode=1777 abtest "$d"; done
+		keep="$(mktemp -d /var/tmp/keep.XXXXXX)"
+		mount --move /tmp/.abtest-keep-$$ "$keep"
+		mount -t tmpfs -o mode=1777 abtest /tmp
+		mkdir -p "$t"
+		mount --move "$keep" "$t"
+		rmdir "$keep"
+		for d in /tmp /var/tmp /dev/shm; do mount -o remount,ro "$d"; done
+		"$@" run --backend native --workspace "$t/ws" -- true
+		"$@" run --backend native --workspace "$t/ws" --pids 1 -- true 2>/dev/null && exit 3
+		AGENTBOX_RUN_SERVICE=1 "$@" run --backend native --workspace "$t/ws" -- true
+		"$@" doctor --backend native --json | grep -q "\"works\": *true"
+		if command -v runsc >/dev/null; then
+			"$@" run --backend gvisor --workspace "$t/ws" -- true
+			"$@" run --backend gvisor --workspace "$t/ws" --memory 4k -- true 2>/dev/null && exit 4
+		fi
+		echo "/tmp:"; find /tmp -mindepth 1 -maxdepth 1 ! -path "/tmp/$(echo "${t#/tmp/}" | cut -d/ -f1)"
+		echo "/var/tmp:"; find /var/tmp -mindepth 1
+		echo "/dev/shm:"; find /dev/shm -mindepth 1'
+	run -0 timeout -k 2 60 unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$AGENTBOX"
+	echo "$output"
+	[ "$output" = "$(printf '/tmp:\n/var/tmp:\n/dev/shm:')" ]
+	# Without TMPDIR, agentbox would write to /tmp: the walls above hold.
+	run timeout -k 2 60 env -u TMPDIR unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$AGENTBOX"
+	echo "without TMPDIR: status $status: $output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Read-only file system"* ]]
+}

@@ -19,6 +19,16 @@ ROOT_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 AGENT_BIN="$(dirname "$AGENTBOX")/agentbox-agent"
 PROBE="$HELPERS/probe"
 
+# test_tmpdir: this test's own TMPDIR.  agentbox keeps every temporary
+# file it makes on the host under $TMPDIR (or $XDG_RUNTIME_DIR for run's
+# sockets, unset here), so what a test's sandboxes leave behind is judged
+# there, not in a /tmp that every program on the host shares.
+test_tmpdir() {
+	export TMPDIR="$BATS_TEST_TMPDIR/tmp"
+	unset XDG_RUNTIME_DIR
+	mkdir -p "$TMPDIR"
+}
+
 ab_setup() {
 	# Set the marker and the cleanup lists first, before anything can fail:
 	# teardown runs even when setup fails.
@@ -26,6 +36,7 @@ ab_setup() {
 	BG_PIDS=()
 	HOST_FILES=()
 	HOST_DIRS=()
+	test_tmpdir
 	if [ ! -x "$AGENTBOX" ]; then
 		echo "AGENTBOX=$AGENTBOX is not an executable (run make first)" >&2
 		return 1
@@ -228,10 +239,41 @@ cgroup1_mount() {
 	}' /proc/self/mountinfo
 }
 
-# Every agentbox-* cgroup directory below our own cgroups, sorted.  Other
-# sessions on this host may run sandboxes at the same time: a sandbox whose
-# group sits outside our own cgroup in any hierarchy (here: memory, where
-# each session has its own) is theirs, and is left out in every hierarchy.
+# True when PID or one of its ancestors runs with this test's TMPDIR in
+# its environment (test_tmpdir): a sandbox's monitor, keeper and init are
+# forks of the agentbox this test started (or of its daemon, which it
+# started), so every sandbox process of this test descends from one.
+of_this_test() {
+	local p="$1" i
+	[ -n "${TMPDIR:-}" ] || return 1
+	for ((i = 0; i < 32 && p > 1; i++)); do
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "TMPDIR=$TMPDIR" && return 0
+		p="$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f2)"
+		[ -n "$p" ] || return 1
+	done
+	return 1
+}
+
+# True when cgroup directory DIR is a sandbox of this test's: one of its
+# processes (at any depth) is of_this_test, or it holds none at all.  An
+# empty group cannot say whose it is; another suite's is empty only for
+# the moment it is made or removed, which assert_nothing_left's retries
+# outlast, so an empty one that stays is a leak of ours.
+cgroup_of_this_test() {
+	local p any=0
+	for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+		any=1
+		of_this_test "$p" && return 0
+	done
+	[ "$any" = 0 ]
+}
+
+# Every agentbox-* cgroup directory below our own cgroups that belongs to
+# this test (cgroup_of_this_test), sorted.  Other sessions on this host may
+# run sandboxes at the same time: a sandbox whose group sits outside our
+# own cgroup in any hierarchy (here: memory, where each session has its
+# own) is theirs, and is left out in every hierarchy; other suites of this
+# run (two run side by side) are told apart by their processes.
 our_agentbox_cgroups() {
 	local ours mine="" foreign="" d mnt
 	for ours in $(cgroup_dirs_of self); do
@@ -246,26 +288,33 @@ our_agentbox_cgroups() {
 	done
 	for d in $mine; do
 		case " $foreign " in *" $(basename "$d") "*) continue ;; esac
-		echo "$d"
+		cgroup_of_this_test "$d" && echo "$d"
 	done | sort -u
 }
 
-# Files and sockets agentbox might leave in the usual temporary places
-# (named agentbox*, at their top level; /run/agentbox one level down).
-# The tests also point TMPDIR at a directory of their own and check it.
+# Every file agentbox made in this test's TMPDIR (test_tmpdir), at any
+# depth.  That agentbox puts nothing in the shared temporary places
+# instead is checked on its own, in a mount namespace whose /tmp, /var/tmp
+# and /dev/shm are empty (run-cleanup.bats).
 agentbox_temp_files() {
-	{
-		find /tmp /var/tmp /dev/shm -maxdepth 1 -name 'agentbox*'
-		find /run -maxdepth 2 -name 'agentbox*'
-	} 2>/dev/null | sort -u
+	[ -n "${TMPDIR:-}" ] && [ -d "$TMPDIR" ] || return 0
+	find "$TMPDIR" -mindepth 1 2>/dev/null | sort
 }
 
-# A snapshot of what a sandbox could leave on the host; compare two of them
-# with diff.  Cgroups and temp files from other agentbox users running at the
-# same time can show up here, so a failure names what appeared.
+# Mounts in this mount namespace at or below this bats run's own
+# directories (workspaces, state and temporary dirs, a test dockerd's
+# roots): where a sandbox of ours could leave one.  Mounts elsewhere are
+# other programs' (a dockerd of a parallel suite, the host's own).
+our_mounts() {
+	local root="${BATS_RUN_TMPDIR:-$BATS_TEST_TMPDIR}"
+	cut -d' ' -f5,10 /proc/self/mountinfo | awk -v r="$root" 'index($1, r) == 1' | sort
+}
+
+# A snapshot of what a sandbox of this test could leave on the host;
+# compare two of them with diff.  A failure names what appeared.
 host_snapshot() {
 	echo "# mounts"
-	cut -d' ' -f5,10 /proc/self/mountinfo | sort
+	our_mounts
 	echo "# cgroups"
 	our_agentbox_cgroups
 	echo "# temp"

@@ -1,6 +1,7 @@
 /* Unit tests for the daemon's HTTP body decoding (daemon/http-io.c), the
  * WebSocket accept key (RFC 6455 4.2.2's own example) and the digests
- * behind it and the bearer-token check (FIPS 180 test vectors). */
+ * behind it and the bearer-token check (FIPS 180 test vectors), and the
+ * HTTP reason phrases (net/http-status.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -16,6 +18,7 @@
 #include "daemon/daemon-internal.h"
 #include "daemon/http-io.h"
 #include "daemon/websocket.h"
+#include "net/http-status.h"
 
 #define N(a) (sizeof (a) / sizeof (a)[0])
 
@@ -140,14 +143,186 @@ test_ws_accept (void **state)
 	assert_string_equal (out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
+/* The one reason-phrase table: every status the daemon, the preview
+ * bridge and the proxies answer with, and the fallback. */
+static void
+test_status_text (void **state)
+{
+	static const struct {
+		int status;
+		const char *text;
+	} want[] = {
+		{ 100, "Continue" },
+		{ 101, "Switching Protocols" },
+		{ 200, "OK" },
+		{ 201, "Created" },
+		{ 204, "No Content" },
+		{ 400, "Bad Request" },
+		{ 401, "Unauthorized" },
+		{ 403, "Forbidden" },
+		{ 404, "Not Found" },
+		{ 405, "Method Not Allowed" },
+		{ 408, "Request Timeout" },
+		{ 409, "Conflict" },
+		{ 413, "Content Too Large" },
+		{ 429, "Too Many Requests" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 500, "Internal Server Error" },
+		{ 501, "Not Implemented" },
+		{ 502, "Bad Gateway" },
+		{ 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" },
+		{ 505, "HTTP Version Not Supported" },
+		{ 299, "Error" },
+		{ 0, "Error" },
+	};
+	(void)state;
+	for (size_t i = 0; i < N (want); i++)
+		assert_string_equal (ab_http_status_text (want[i].status), want[i].text);
+}
+
+/* ---- WebSocket messages over a blocking socket (daemon/websocket.c) ------ */
+
+/* A frame as a client sends it (masked with a fixed key). */
+static size_t
+client_frame (uint8_t *out, bool fin, uint8_t op, const void *p, size_t n)
+{
+	static const uint8_t key[4] = { 0x37, 0xfa, 0x21, 0x3d };
+	size_t hl = ab_ws_encode_header (out, fin, op, n, key);
+
+	memcpy (out + hl, p, n);
+	ab_ws_mask (out + hl, n, key, 0);
+	return hl + n;
+}
+
+/* A fragmented text message with a ping between its fragments: the ping
+ * comes out first, the message whole in the next call, then EOF. */
+static void
+test_ws_recv_fragments (void **state)
+{
+	uint8_t wire[256];
+	size_t n = 0;
+	int sv[2];
+	struct ab_http_io_s io;
+	struct ab_ws_msg_s m;
+	ab_error_t err = AB_ERROR_INIT;
+
+	(void)state;
+	n += client_frame (wire + n, false, AB_WS_OP_TEXT, "Hel", 3);
+	n += client_frame (wire + n, true, AB_WS_OP_PING, "p", 1);
+	n += client_frame (wire + n, true, AB_WS_OP_CONT, "lo", 2);
+	n += client_frame (wire + n, true, AB_WS_OP_BINARY, "", 0);
+	assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal (ab_http_write (sv[1], wire, n), 0);
+	close (sv[1]);
+	ab_http_io_init (&io, sv[0], 16384);
+	assert_int_equal (ab_ws_recv (&io, true, &m, &err), 1);
+	assert_int_equal (m.opcode, AB_WS_OP_PING);
+	assert_string_equal ((char *)m.data, "p");
+	free (m.data);
+	assert_int_equal (ab_ws_recv (&io, true, &m, &err), 1);
+	assert_int_equal (m.opcode, AB_WS_OP_TEXT);
+	assert_int_equal (m.len, 5);
+	assert_string_equal ((char *)m.data, "Hello");
+	free (m.data);
+	assert_int_equal (ab_ws_recv (&io, true, &m, &err), 1);
+	assert_int_equal (m.opcode, AB_WS_OP_BINARY);
+	assert_int_equal (m.len, 0);
+	assert_non_null (m.data);
+	free (m.data);
+	assert_int_equal (ab_ws_recv (&io, true, &m, &err), 0);
+	ab_http_io_free (&io);
+	close (sv[0]);
+}
+
+/* What the server refuses: an unmasked client frame, a frame over the
+ * message limit (from its header alone), a frame cut short by EOF. */
+static void
+test_ws_recv_refused (void **state)
+{
+	static const uint8_t unmasked[] = { 0x81, 0x01, 'x' };
+	static const uint8_t too_big[] = { 0x82, 0xff, 0, 0, 0, 0, 0, 0x20, 0, 0, 1, 2, 3, 4 };
+	static const uint8_t short_frame[] = { 0x81, 0x85, 1, 2, 3, 4, 'a' };
+	static const struct {
+		const uint8_t *wire;
+		size_t len;
+		ab_error_kind kind;
+	} refused[] = {
+		{ unmasked, sizeof unmasked, AB_E_INVALID },
+		{ too_big, sizeof too_big, AB_E_INVALID },
+		{ short_frame, sizeof short_frame, AB_E_SYSTEM },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N (refused); i++) {
+		int sv[2];
+		struct ab_http_io_s io;
+		struct ab_ws_msg_s m;
+		ab_error_t err = AB_ERROR_INIT;
+
+		assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		assert_int_equal (ab_http_write (sv[1], refused[i].wire, refused[i].len), 0);
+		close (sv[1]);
+		ab_http_io_init (&io, sv[0], 16384);
+		assert_int_equal (ab_ws_recv (&io, true, &m, &err), -1);
+		assert_int_equal (err.kind, refused[i].kind);
+		assert_null (m.data);
+		ab_http_io_free (&io);
+		close (sv[0]);
+	}
+}
+
+/* What the client sends (masked) the server reads back byte for byte,
+ * at every length form (7-bit, 16-bit, 64-bit). */
+static void
+test_ws_send_round_trip (void **state)
+{
+	static const size_t lens[] = { 0, 125, 126, 65535, 65536, 200000 };
+
+	(void)state;
+	for (size_t i = 0; i < N (lens); i++) {
+		uint8_t *p = malloc (lens[i] + 1);
+		int sv[2];
+		struct ab_http_io_s io;
+		struct ab_ws_msg_s m;
+		ab_error_t err = AB_ERROR_INIT;
+
+		for (size_t k = 0; k < lens[i]; k++)
+			p[k] = (uint8_t)(k * 7);
+		assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		/* the socket buffer holds less than the largest frame: a child
+		 * sends while we read */
+		pid_t pid = fork ();
+		assert_true (pid >= 0);
+		if (pid == 0) {
+			close (sv[0]);
+			_exit (ab_ws_send (sv[1], AB_WS_OP_BINARY, p, lens[i], true) == 0 ? 0 : 1);
+		}
+		close (sv[1]);
+		ab_http_io_init (&io, sv[0], 16384);
+		assert_int_equal (ab_ws_recv (&io, true, &m, &err), 1);
+		assert_int_equal (m.opcode, AB_WS_OP_BINARY);
+		assert_int_equal (m.len, lens[i]);
+		if (lens[i])
+			assert_memory_equal (m.data, p, lens[i]);
+		free (m.data);
+		ab_http_io_free (&io);
+		close (sv[0]);
+		int status;
+		assert_int_equal (waitpid (pid, &status, 0), pid);
+		assert_int_equal (status, 0);
+		free (p);
+	}
+}
+
 int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_bodies),
-		cmocka_unit_test (test_body_limit),
-		cmocka_unit_test (test_digests),
-		cmocka_unit_test (test_ws_accept),
+		cmocka_unit_test (test_bodies),          cmocka_unit_test (test_body_limit),
+		cmocka_unit_test (test_digests),         cmocka_unit_test (test_ws_accept),
+		cmocka_unit_test (test_status_text),     cmocka_unit_test (test_ws_recv_fragments),
+		cmocka_unit_test (test_ws_recv_refused), cmocka_unit_test (test_ws_send_round_trip),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* The preview bridge's pure parts, table-driven: strict base64, the input
- * documents (targets, paths, header filtering), chunked decoding and the
+/* The preview bridge's pure parts, table-driven: the input documents
+ * (targets, paths, header filtering), chunked decoding and the
  * response-header object built from the strict parser's fields, and the
  * signalling store (ordering, role filter, the 256-message window, byte
  * and session bounds). */
@@ -14,85 +14,10 @@
 #include <cmocka.h>
 
 #include "net/http-head.h"
-#include "net/preview-base64.h"
 #include "net/preview-cdp.h"
 #include "net/preview-doc.h"
 #include "net/preview-http.h"
 #include "net/preview-signal-store.h"
-
-/* ---- base64 ------------------------------------------------------------------ */
-
-static const struct {
-	const char *plain;
-	const char *b64;
-} b64_vectors[] = {
-	/* RFC 4648 section 10. */
-	{ "", "" },
-	{ "f", "Zg==" },
-	{ "fo", "Zm8=" },
-	{ "foo", "Zm9v" },
-	{ "foob", "Zm9vYg==" },
-	{ "fooba", "Zm9vYmE=" },
-	{ "foobar", "Zm9vYmFy" },
-};
-
-static const char *const b64_refused[] = {
-	"Zg",       /* no padding */
-	"Zg=",      /* short padding */
-	"Zg==Zg==", /* padding in the middle */
-	"Zh==",     /* non-zero pad bits */
-	"Zm9=",     /* non-zero pad bits */
-	"Zm 9v",    /* whitespace */
-	"Zm9v\n",   /* newline */
-	"Zm9-",     /* URL alphabet */
-	"Zm9_",     "====", "Z===",
-};
-
-static void
-test_base64 (void **state)
-{
-	for (size_t i = 0; i < sizeof b64_vectors / sizeof b64_vectors[0]; i++) {
-		const char *p = b64_vectors[i].plain;
-		char *enc = ab_preview_base64_encode (p, strlen (p));
-		uint8_t *dec = NULL;
-		size_t n = 0;
-
-		assert_string_equal (enc, b64_vectors[i].b64);
-		assert_int_equal (strlen (enc), ab_preview_base64_len (strlen (p)));
-		assert_int_equal (ab_preview_base64_decode (enc, strlen (enc), &dec, &n), 0);
-		assert_int_equal (n, strlen (p));
-		assert_memory_equal (dec, p, n);
-		free (enc);
-		free (dec);
-	}
-	for (size_t i = 0; i < sizeof b64_refused / sizeof b64_refused[0]; i++) {
-		uint8_t *dec = NULL;
-		size_t n = 0;
-		printf ("  refuses \"%s\"\n", b64_refused[i]);
-		assert_int_equal (ab_preview_base64_decode (b64_refused[i], strlen (b64_refused[i]),
-		                                            &dec, &n),
-		                  -1);
-		assert_null (dec);
-	}
-}
-
-static void
-test_base64_binary (void **state)
-{
-	uint8_t all[256];
-	char *enc;
-	uint8_t *dec;
-	size_t n;
-
-	for (int i = 0; i < 256; i++)
-		all[i] = (uint8_t)i;
-	enc = ab_preview_base64_encode (all, sizeof all);
-	assert_int_equal (ab_preview_base64_decode (enc, strlen (enc), &dec, &n), 0);
-	assert_int_equal (n, 256);
-	assert_memory_equal (dec, all, 256);
-	free (enc);
-	free (dec);
-}
 
 /* ---- targets and paths ------------------------------------------------------------ */
 
@@ -640,8 +565,6 @@ int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_base64),
-		cmocka_unit_test (test_base64_binary),
 		cmocka_unit_test (test_targets),
 		cmocka_unit_test (test_target_length_and_host_field),
 		cmocka_unit_test (test_paths),

@@ -1,4 +1,4 @@
-/* The WebSocket codec (src/net/preview-ws.c) and the client handshake
+/* The WebSocket codec (src/net/websocket.c) and the client handshake
  * checks (src/net/preview-ws-handshake.c), table-driven: the examples of
  * RFC 6455 5.7, every length boundary (125/126/65535/65536), masking,
  * fragmentation with interleaved control frames, the close payload, UTF-8,
@@ -15,7 +15,7 @@
 
 #include "net/http-head.h"
 #include "net/preview-ws-handshake.h"
-#include "net/preview-ws.h"
+#include "net/websocket.h"
 
 #define MAX 1000000
 
@@ -285,6 +285,45 @@ test_bad_frames (void **state)
 	}
 }
 
+/* The header alone: its length from the first two bytes, then the frame's
+ * fields before any payload byte, masked and not. */
+static void
+test_header_only (void **state)
+{
+	static const uint8_t key[4] = { 1, 2, 3, 4 };
+
+	for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+		const struct length_case_s *c = &lengths[i];
+		uint8_t buf[AB_WS_MAX_HEADER];
+		struct ab_ws_frame_s f;
+		uint16_t code = 0;
+
+		for (int masked = 0; masked <= 1; masked++) {
+			size_t hl = ab_ws_encode_header (buf, false, AB_WS_OP_TEXT, c->len,
+			                                 masked ? key : NULL);
+			assert_int_equal (ab_ws_header_len (buf), hl);
+			assert_int_equal (ab_ws_decode_header (buf, hl - 1, masked, MAX, &f, &code),
+			                  0);
+			assert_int_equal (ab_ws_decode_header (buf, hl, masked, MAX, &f, &code),
+			                  (ssize_t)hl);
+			assert_int_equal (f.payload_len, c->len);
+			assert_int_equal (f.opcode, AB_WS_OP_TEXT);
+			assert_false (f.fin);
+			assert_int_equal (f.masked, masked);
+			assert_null (f.payload);
+			if (masked)
+				assert_memory_equal (f.mask, key, 4);
+			/* too big for the limit: refused from the header */
+			if (c->len > 0) {
+				assert_int_equal (ab_ws_decode_header (buf, hl, masked, c->len - 1,
+				                                       &f, &code),
+				                  -1);
+				assert_int_equal (code, AB_WS_CLOSE_TOO_BIG);
+			}
+		}
+	}
+}
+
 static void
 test_limit_is_inclusive (void **state)
 {
@@ -527,7 +566,7 @@ test_accept_key (void **state)
 	char k1[AB_WS_KEY_LEN + 1], k2[AB_WS_KEY_LEN + 1];
 
 	/* RFC 6455 1.3. */
-	ab_ws_accept_for_key ("dGhlIHNhbXBsZSBub25jZQ==", accept);
+	ab_ws_accept_key ("dGhlIHNhbXBsZSBub25jZQ==", 24, accept);
 	assert_string_equal (accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 	assert_int_equal (ab_ws_make_key (k1), 0);
 	assert_int_equal (ab_ws_make_key (k2), 0);
@@ -630,6 +669,7 @@ main (void)
 		cmocka_unit_test (test_mask_in_pieces),
 		cmocka_unit_test (test_bad_frames),
 		cmocka_unit_test (test_limit_is_inclusive),
+		cmocka_unit_test (test_header_only),
 		cmocka_unit_test (test_fragmentation),
 		cmocka_unit_test (test_fragmentation_errors),
 		cmocka_unit_test (test_text_must_be_utf8),

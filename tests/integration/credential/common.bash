@@ -7,8 +7,9 @@
 # so nothing can leave the machine whatever the configuration says.
 #
 #   AGENTBOX   path to agentbox (default build/agentbox)
-#   CRED_NPM   where the npm packages for the SDK tests are cached
-#              (default build/npm-credential)
+#   CRED_NPM   where the npm packages for the SDK tests are: the `sdk`
+#              group of scripts/install-deps npm (default
+#              $AGENTBOX_NPM_DIR/sdk, AGENTBOX_NPM_DIR default build/npm)
 
 bats_require_minimum_version 1.5.0
 
@@ -17,7 +18,7 @@ ROOT_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 : "${AGENTBOX:=$ROOT_DIR/build/agentbox}"
 # The sandboxes these tests make are native ones unless AB_BACKEND says.
 export AGENTBOX_BACKEND="${AB_BACKEND:-native}"
-: "${CRED_NPM:=$ROOT_DIR/build/npm-credential}"
+: "${CRED_NPM:=${AGENTBOX_NPM_DIR:-$ROOT_DIR/build/npm}/sdk}"
 
 # The secrets and the token: distinctive strings that a leak search can find.
 TOKEN="thread-token-6f1c2a9e8d7b4c3a"
@@ -50,16 +51,10 @@ _cred_leaf() {
 		-days 2 -out "$d/$name.pem" -extfile "$d/$name.ext" 2>/dev/null
 }
 
-# cred_npm_install: the SDKs from npm into $CRED_NPM (once; later runs
-# reuse it).  Returns 1 when npm cannot reach its registry.
+# cred_npm_install: the SDKs are there (scripts/install-deps npm, which
+# `make check` runs first, installs them from tests/npm/sdk's lock file).
 cred_npm_install() {
-	if [ -d "$CRED_NPM/node_modules/openai" ] && [ -d "$CRED_NPM/node_modules/@anthropic-ai/sdk" ]; then
-		return 0
-	fi
-	mkdir -p "$CRED_NPM"
-	echo '{"name": "agentbox-credential-tests", "private": true}' >"$CRED_NPM/package.json"
-	(cd "$CRED_NPM" && timeout 300 npm install --no-audit --no-fund --loglevel=error \
-		openai@6.30.1 @anthropic-ai/sdk@1.14.0 >"$CRED_NPM/install.log" 2>&1)
+	[ -d "$CRED_NPM/node_modules/openai" ] && [ -d "$CRED_NPM/node_modules/@anthropic-ai/sdk" ]
 }
 
 cred_setup() {

@@ -3,8 +3,8 @@
 # Every test runs the bridge and its peers inside a network namespace of its
 # own holding only `lo`, so ports never clash with the host's and a port
 # nobody listens on is really closed.  The peers are real: Node's http
-# module and the `ws` package (tests/helpers/preview-peers.js), installed
-# once per build directory with npm, outside the namespace.
+# module and the `ws` package (tests/helpers/preview-peers.js), from the
+# `sdk` group of scripts/install-deps npm (tests/npm/sdk, pinned).
 #
 #   AGENTBOX  path to agentbox (default build/agentbox)
 #   HELPERS   build/tests of the same build (the npm cache goes beside it)
@@ -15,15 +15,14 @@ ROOT_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 : "${AGENTBOX:=$ROOT_DIR/build/agentbox}"
 : "${HELPERS:=$ROOT_DIR/build/tests}"
 PEERS="$ROOT_DIR/tests/helpers/preview-peers.js"
-NODE_DIR="$(dirname "$HELPERS")/node-preview"
+NODE_DIR="${AGENTBOX_NPM_DIR:-$ROOT_DIR/build/npm}/sdk"
 export NODE_PATH="$NODE_DIR/node_modules"
 
-# Once per file: the ws package, pinned to its major version.
+# Once per file: the ws package must be installed.
 pv_setup_file() {
 	if [ ! -f "$NODE_DIR/node_modules/ws/package.json" ]; then
-		mkdir -p "$NODE_DIR"
-		timeout 300 npm install --no-audit --no-fund --no-save --silent --prefix "$NODE_DIR" ws@8 >&2 ||
-			{ echo "npm install ws failed" >&2; return 1; }
+		echo "the ws package is not installed in $NODE_DIR (scripts/install-deps npm)" >&2
+		return 1
 	fi
 }
 

@@ -1,7 +1,9 @@
-/* A WebSocket codec (RFC 6455), pure code: frame headers in and out,
- * masking, message reassembly from fragments, control frames and the
- * close handshake's payload.  No socket, no allocation besides the
- * reassembly buffer; the preview bridge's relay (preview-framed.c) and the
+/* The WebSocket codec (RFC 6455), pure code: frame headers in and out,
+ * masking, message reassembly from fragments, control frames, the close
+ * handshake's payload, and the opening handshake's key and accept value.
+ * No socket, no allocation besides the reassembly buffer; the preview
+ * bridge's relay (preview-framed.c), the daemon's WebSocket sessions and
+ * the CLI's client (daemon/websocket.c, over blocking sockets) and the
  * unit tests drive it.
  *
  * The decoder is strict where a lax reading would let the two ends
@@ -13,8 +15,8 @@
  * a new message inside a fragmented one, and text that is not UTF-8
  * (8.1) all fail the connection with the close code 7.4.1 names.  Sizes
  * are checked from the header, before the payload is buffered. */
-#ifndef AB_NET_PREVIEW_WS_H
-#define AB_NET_PREVIEW_WS_H
+#ifndef AB_NET_WEBSOCKET_H
+#define AB_NET_WEBSOCKET_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,6 +44,19 @@ enum {
 	AB_WS_CLOSE_TOO_BIG = 1009,
 };
 
+/* base64 of 16 bytes (24 characters) and of a SHA-1 digest (28). */
+#define AB_WS_KEY_LEN    24
+#define AB_WS_ACCEPT_LEN 28
+
+/* A client's key from 16 bytes of getrandom(2) (4.1: "randomly selected
+ * ... for each connection").  Returns 0 or -1 with errno. */
+int ab_ws_make_key (char key[AB_WS_KEY_LEN + 1]);
+
+/* base64(SHA-1(key[0..len) + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+ * (4.2.2), NUL-terminated: what the server answers, what the client
+ * checks. */
+void ab_ws_accept_key (const char *key, size_t len, char accept[AB_WS_ACCEPT_LEN + 1]);
+
 /* Largest frame header: 2 + 8 (64-bit length) + 4 (mask). */
 #define AB_WS_MAX_HEADER 14
 /* Control frames carry at most 125 bytes (5.5). */
@@ -66,6 +81,17 @@ size_t ab_ws_encode_header (uint8_t out[AB_WS_MAX_HEADER], bool fin, uint8_t opc
 /* XOR p[0..n) with the key, starting at key position offset % 4 (so a
  * payload can be masked in pieces). */
 void ab_ws_mask (uint8_t *p, size_t n, const uint8_t key[4], size_t offset);
+
+/* The length of the header that starts with these two bytes (2 to 14):
+ * how many bytes a blocking reader reads before ab_ws_decode_header. */
+size_t ab_ws_header_len (const uint8_t first[2]);
+
+/* Decode one frame's header at the start of buf[0..len), with the same
+ * checks and arguments as ab_ws_decode_frame, before any of the payload
+ * is read.  Returns the header's length with *f filled (payload NULL), 0
+ * when more bytes are needed, -1 with *close_code. */
+ssize_t ab_ws_decode_header (const uint8_t *buf, size_t len, bool expect_masked,
+                             uint64_t max_payload, struct ab_ws_frame_s *f, uint16_t *close_code);
 
 /* Decode one frame at the start of buf[0..len).  expect_masked: true when
  * reading a client (we are the server), false when reading a server.

@@ -1,4 +1,4 @@
-#include "net/preview-base64.h"
+#include "base/base64.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,10 +9,10 @@
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *
-ab_preview_base64_encode (const void *src, size_t n)
+ab_base64_encode (const void *src, size_t n)
 {
 	const uint8_t *s = src;
-	char *out = xmalloc (ab_preview_base64_len (n) + 1);
+	char *out = xmalloc (ab_base64_len (n) + 1);
 	char *o = out;
 	size_t i = 0;
 
@@ -92,7 +92,7 @@ decode_quantum (const char *q, bool last, uint8_t *o, size_t *produced)
 }
 
 int
-ab_preview_base64_decode (const char *text, size_t len, uint8_t **out, size_t *out_len)
+ab_base64_decode (const char *text, size_t len, uint8_t **out, size_t *out_len)
 {
 	uint8_t *buf;
 	size_t n = 0;

@@ -1,10 +1,52 @@
-/* WebSocket framing (RFC 6455 section 5): see preview-ws.h for what is
- * refused and why. */
-#include "net/preview-ws.h"
+/* WebSocket framing (RFC 6455 section 5) and the opening handshake's
+ * keys (4.1, 4.2.2): see websocket.h for what is refused and why. */
+#include "net/websocket.h"
 
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "base/base64.h"
+#include "base/cleanup.h"
+#include "base/xalloc.h"
 #include "net/preview-buf.h"
+
+static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+int
+ab_ws_make_key (char key[AB_WS_KEY_LEN + 1])
+{
+	uint8_t raw[16];
+	cleanup_free char *b64 = NULL;
+	ssize_t n;
+
+	do
+		n = getrandom (raw, sizeof raw, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof raw)
+		return -1;
+	b64 = ab_base64_encode (raw, sizeof raw);
+	memcpy (key, b64, AB_WS_KEY_LEN + 1);
+	return 0;
+}
+
+void
+ab_ws_accept_key (const char *key, size_t len, char accept[AB_WS_ACCEPT_LEN + 1])
+{
+	uint8_t digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	cleanup_free char *text = xasprintf ("%.*s%s", (int)len, key, ws_guid);
+	cleanup_free char *b64 = NULL;
+
+	/* SHA-1 is what 4.2.2 prescribes; the value only proves the server
+	 * read the key and speaks WebSocket, it protects nothing. */
+	if (EVP_Digest (text, strlen (text), digest, &dlen, EVP_sha1 (), NULL) != 1 || dlen != 20)
+		abort (); /* only out of memory makes a digest of a short text fail */
+	b64 = ab_base64_encode (digest, dlen);
+	memcpy (accept, b64, AB_WS_ACCEPT_LEN + 1);
+}
 
 size_t
 ab_ws_encode_header (uint8_t out[AB_WS_MAX_HEADER], bool fin, uint8_t opcode, uint64_t len,
@@ -115,9 +157,18 @@ check_first_bytes (const uint8_t *buf, bool expect_masked, uint16_t *close_code)
 	return 0;
 }
 
+size_t
+ab_ws_header_len (const uint8_t first[2])
+{
+	uint8_t l7 = first[1] & 0x7f;
+	size_t n = l7 == 126 ? 4 : l7 == 127 ? 10 : 2;
+
+	return (first[1] & 0x80) != 0 ? n + 4 : n;
+}
+
 ssize_t
-ab_ws_decode_frame (uint8_t *buf, size_t len, bool expect_masked, uint64_t max_payload,
-                    struct ab_ws_frame_s *f, uint16_t *close_code)
+ab_ws_decode_header (const uint8_t *buf, size_t len, bool expect_masked, uint64_t max_payload,
+                     struct ab_ws_frame_s *f, uint16_t *close_code)
 {
 	size_t pos;
 	uint64_t plen;
@@ -142,16 +193,27 @@ ab_ws_decode_frame (uint8_t *buf, size_t len, bool expect_masked, uint64_t max_p
 		memcpy (f->mask, buf + pos, 4);
 		pos += 4;
 	}
-	if ((uint64_t)(len - pos) < plen)
-		return 0;
 	f->fin = (buf[0] & 0x80) != 0;
 	f->opcode = buf[0] & 0x0f;
 	f->header_len = pos;
 	f->payload_len = plen;
-	f->payload = buf + pos;
+	return (ssize_t)pos;
+}
+
+ssize_t
+ab_ws_decode_frame (uint8_t *buf, size_t len, bool expect_masked, uint64_t max_payload,
+                    struct ab_ws_frame_s *f, uint16_t *close_code)
+{
+	ssize_t hl = ab_ws_decode_header (buf, len, expect_masked, max_payload, f, close_code);
+
+	if (hl <= 0)
+		return hl;
+	if ((uint64_t)(len - (size_t)hl) < f->payload_len)
+		return 0;
+	f->payload = buf + hl;
 	if (f->masked)
-		ab_ws_mask (f->payload, (size_t)plen, f->mask, 0);
-	return (ssize_t)(pos + plen);
+		ab_ws_mask (f->payload, (size_t)f->payload_len, f->mask, 0);
+	return (ssize_t)((uint64_t)hl + f->payload_len);
 }
 
 void
