@@ -320,7 +320,7 @@ realtime_ms (void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
+static void __attribute__ ((format (printf, 3, 0)))
 emit (ab_log_level level, const ab_error_t *err, const char *fmt, va_list ap)
 {
 	char msg[1024] = "";
