@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/fd.h"
+#include "base/sys.h"
 
 /* Written only by main before threads start (log.h), read by every thread. */
 static ab_log_level min_level = AB_LOG_INFO;
@@ -311,15 +312,6 @@ ab_log_format_line (char *buf, size_t cap, ab_log_format format, const char *pro
 
 /* ---- writing it -------------------------------------------------------------------- */
 
-static int64_t
-realtime_ms (void)
-{
-	struct timespec ts;
-
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void __attribute__ ((format (printf, 3, 0)))
 emit (ab_log_level level, const ab_error_t *err, const char *fmt, va_list ap)
 {
@@ -328,10 +320,10 @@ emit (ab_log_level level, const ab_error_t *err, const char *fmt, va_list ap)
 	int saved = errno; /* a log call never changes what the caller sees */
 	size_t n;
 
-	if (fmt)
-		vsnprintf (msg, sizeof msg, fmt, ap);
+	if (fmt && vsnprintf (msg, sizeof msg, fmt, ap) >= (int)sizeof msg)
+		memcpy (msg + sizeof msg - 4, "...", 4); /* cut, and says so */
 	n = ab_log_format_line (line, sizeof line, out_format, program_name, level, msg, err,
-	                        out_format == AB_LOG_JSON ? realtime_ms () : 0);
+	                        out_format == AB_LOG_JSON ? (int64_t)ab_unix_ms () : 0);
 	/* One write: at most PIPE_BUF bytes, so a pipe never splits it. */
 	(void)ab_write_all (out_fd, line, n);
 	errno = saved;

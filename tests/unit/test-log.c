@@ -231,6 +231,26 @@ test_levels_filtered (void **state)
 	ab_log_set_fd (2);
 }
 
+/* A message longer than ab_log's buffer is cut and says so. */
+static void
+test_long_message (void **state)
+{
+	static char big[3000];
+	int fd = temp_fd ();
+
+	memset (big, 'x', sizeof big - 1);
+	ab_log_set_fd (fd);
+	ab_log_set_program ("p");
+	ab_log (AB_LOG_INFO, "%s", big);
+	char *out = slurp (fd);
+	assert_int_equal (count_char (out, '\n'), 1);
+	assert_true (strlen (out) < AB_LOG_LINE_MAX);
+	assert_int_equal (strncmp (out, "p: xxx", 6), 0);
+	assert_non_null (strstr (out, "x...\n"));
+	ab_log_set_fd (2);
+	close (fd);
+}
+
 static void
 test_env (void **state)
 {
@@ -309,9 +329,10 @@ int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_line_format), cmocka_unit_test (test_line_cut),
-		cmocka_unit_test (test_parse),       cmocka_unit_test (test_levels_filtered),
-		cmocka_unit_test (test_env),         cmocka_unit_test (test_threads),
+		cmocka_unit_test (test_line_format),  cmocka_unit_test (test_line_cut),
+		cmocka_unit_test (test_parse),        cmocka_unit_test (test_levels_filtered),
+		cmocka_unit_test (test_long_message), cmocka_unit_test (test_env),
+		cmocka_unit_test (test_threads),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
