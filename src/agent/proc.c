@@ -21,7 +21,7 @@
 #include "agent/agent.h"
 #include "agent/proc.h"
 #include "base/fd.h"
-#include "base/sys.h"
+#include "base/clock.h"
 #include "base/xalloc.h"
 
 #define MAX_PROCS         4096

@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/fd.h"
-#include "base/sys.h"
+#include "base/clock.h"
 
 /* Written only by main before threads start (log.h), read by every thread. */
 static ab_log_level min_level = AB_LOG_INFO;
@@ -245,30 +244,14 @@ format_text (struct line_s *l, const char *program, ab_log_level level, const ch
 }
 
 static void
-put_time (struct line_s *l, int64_t time_ms)
-{
-	time_t secs = (time_t)(time_ms / 1000);
-	struct tm tm;
-	char ts[40];
-
-	if (!gmtime_r (&secs, &tm)) {
-		put_fixed (l, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	snprintf (ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	          tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	          (int)(time_ms % 1000));
-	put_fixed (l, ts);
-}
-
-static void
 format_json (struct line_s *l, const char *program, ab_log_level level, const char *msg,
              const ab_error_t *err, int64_t time_ms)
 {
-	char num[24];
+	char num[24], ts[AB_UTC_MS_LEN];
 
+	ab_utc_ms_format (time_ms, ts);
 	put_fixed (l, "{\"time\":\"");
-	put_time (l, time_ms);
+	put_fixed (l, ts);
 	put_fixed (l, "\",\"level\":\"");
 	put_fixed (l, levels[level].name);
 	put_fixed (l, "\",\"program\":\"");

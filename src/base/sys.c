@@ -119,14 +119,6 @@ ab_mono_us (void)
 }
 
 uint64_t
-ab_unix_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint64_t
 ab_proc_start_time (pid_t pid)
 {
 	char path[64], buf[1024];

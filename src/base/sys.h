@@ -34,8 +34,6 @@ uint64_t ab_proc_start_time (pid_t pid);
 
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t ab_mono_us (void);
-/* CLOCK_REALTIME in milliseconds since the Unix epoch (wall-clock stamps). */
-uint64_t ab_unix_ms (void);
 
 /* Block SIGTERM, SIGINT and SIGHUP and return a non-blocking signalfd for
  * them: how a monitor or keeper hears "tear the sandbox down". */

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 #define N(a) (sizeof (a) / sizeof (a)[0])
@@ -131,6 +132,29 @@ test_line_cut (void **state)
 				assert_non_null (strstr (buf, "...\n"));
 			}
 		}
+}
+
+/* The stamp of log lines, audit records and the API (base/clock.h). */
+static void
+test_utc_format (void **state)
+{
+	static const struct {
+		int64_t ms;
+		const char *want;
+	} cases[] = {
+		{ 0, "1970-01-01T00:00:00.000Z" },
+		{ 5, "1970-01-01T00:00:00.005Z" },
+		{ T0, "2026-01-02T03:04:05.678Z" },
+		{ INT64_C (951782400999), "2000-02-29T00:00:00.999Z" },
+		{ -1, "1970-01-01T00:00:00.000Z" },
+	};
+	char buf[AB_UTC_MS_LEN];
+
+	for (size_t i = 0; i < N (cases); i++) {
+		ab_utc_ms_format (cases[i].ms, buf);
+		assert_string_equal (buf, cases[i].want);
+	}
+	assert_true (ab_unix_ms () > UINT64_C (1000000000000)); /* after 2001 */
 }
 
 struct parse_case_s {
@@ -329,9 +353,13 @@ int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_line_format),  cmocka_unit_test (test_line_cut),
-		cmocka_unit_test (test_parse),        cmocka_unit_test (test_levels_filtered),
-		cmocka_unit_test (test_long_message), cmocka_unit_test (test_env),
+		cmocka_unit_test (test_line_format),
+		cmocka_unit_test (test_line_cut),
+		cmocka_unit_test (test_parse),
+		cmocka_unit_test (test_utc_format),
+		cmocka_unit_test (test_levels_filtered),
+		cmocka_unit_test (test_long_message),
+		cmocka_unit_test (test_env),
 		cmocka_unit_test (test_threads),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
