@@ -44,9 +44,9 @@ void ab_agent_release_stdio (void);
 /* The network namespace starts with lo down. */
 void ab_agent_loopback_up (void);
 /* listen.c: bind and listen on a unix socket path (gVisor, Docker). */
-int ab_agent_listen_path (const char *path);
+int ab_agent_listen_path (const char *path, ab_error_t *err);
 /* pids-limit.c: gVisor's in-sandbox pids cgroup for everything after us. */
-int ab_agent_pids_limit (const char *arg);
+int ab_agent_pids_limit (const char *arg, ab_error_t *err);
 /* preload.c: a library every command gets first in LD_PRELOAD (gVisor). */
 void ab_agent_set_preload (const char *path);
 char **ab_agent_env_with_preload (char **env);

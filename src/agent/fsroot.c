@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/service.h"
+#include "base/log.h"
 #include "base/openat2-walk.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
@@ -69,7 +70,7 @@ ab_fs_error (ab_error_t *err, int errnum, const char *what, const char *path)
  * service would act with the wrong ids: end the sandbox instead. */
 static void __attribute__ ((noreturn)) fsid_failure (void)
 {
-	fprintf (stderr, "agentbox-agent: cannot switch to the file user: %s\n", strerror (errno));
+	ab_log (AB_LOG_ERROR, "cannot switch to the file user: %s", strerror (errno));
 	_exit (125);
 }
 

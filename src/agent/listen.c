@@ -49,16 +49,14 @@ ab_session_peer_allowed (int fd)
 }
 
 int
-ab_agent_listen_path (const char *path)
+ab_agent_listen_path (const char *path, ab_error_t *err)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	mode_t umask_was;
 	int fd, r = -1;
 
-	if (strlen (path) >= sizeof sun.sun_path || path[0] != '/') {
-		fprintf (stderr, "agentbox-agent: bad socket path %s\n", path);
-		return -1;
-	}
+	if (strlen (path) >= sizeof sun.sun_path || path[0] != '/')
+		return ab_error (err, 0, AB_E_INVALID, "bad socket path %s", path);
 	strcpy (sun.sun_path, path);
 	unlink (path);
 	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -68,10 +66,8 @@ ab_agent_listen_path (const char *path)
 	if (fd >= 0)
 		r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
 	umask (umask_was);
-	if (r < 0 || listen (fd, 128) < 0) {
-		fprintf (stderr, "agentbox-agent: listen on %s: %s\n", path, strerror (errno));
-		return -1;
-	}
+	if (r < 0 || listen (fd, 128) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
 	ab_session_allow_peer (0);
 	ab_session_allow_peer (1);
 	return fd;

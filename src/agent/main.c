@@ -28,6 +28,7 @@
 #include "agent/agent.h"
 #include "agent/service.h"
 #include "agent/vm.h"
+#include "base/log.h"
 
 void
 ab_agent_loopback_up (void)
@@ -65,6 +66,19 @@ is_listening (int fd)
 	return getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == 0 && v;
 }
 
+/* The agent's edge: what went wrong before it could serve anyone. */
+static void
+report (const ab_error_t *err)
+{
+	fprintf (stderr, "agentbox-agent: %s\n", err->msg);
+}
+
+static void __attribute__ ((noreturn)) fail (const ab_error_t *err)
+{
+	report (err);
+	exit (125);
+}
+
 static void __attribute__ ((noreturn)) usage (void)
 {
 	fprintf (stderr,
@@ -78,7 +92,8 @@ static void __attribute__ ((noreturn)) usage (void)
 static void __attribute__ ((noreturn)) service_on_path (int argc, char **argv)
 {
 	const char *listen = NULL;
-	int fd;
+	ab_error_t err = AB_ERROR_INIT;
+	int fd = -1;
 
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 >= argc)
@@ -86,15 +101,19 @@ static void __attribute__ ((noreturn)) service_on_path (int argc, char **argv)
 		if (strcmp (argv[i], "--listen") == 0)
 			listen = argv[i + 1];
 		else if (strcmp (argv[i], "--pids-max") == 0) {
-			if (ab_agent_pids_limit (argv[i + 1]) < 0)
-				exit (125);
+			if (ab_agent_pids_limit (argv[i + 1], &err) < 0)
+				fail (&err);
 		} else if (strcmp (argv[i], "--preload") == 0)
 			ab_agent_set_preload (argv[i + 1]);
 		else
 			usage ();
 	}
-	if (!listen || (fd = ab_agent_listen_path (listen)) < 0)
+	if (!listen)
 		usage ();
+	if ((fd = ab_agent_listen_path (listen, &err)) < 0) {
+		report (&err);
+		usage ();
+	}
 	ab_service_run (fd);
 }
 
@@ -106,6 +125,7 @@ main (int argc, char **argv)
 		fprintf (stderr, "agentbox-agent: must run as PID 1 of its own pid namespace\n");
 		return 125;
 	}
+	ab_log_set_program ("agentbox-agent");
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
 	prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* The microVM guest's /init (vm-init.c); the kernel passes what

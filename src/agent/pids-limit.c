@@ -76,22 +76,18 @@ enter_group (uint64_t max)
 }
 
 int
-ab_agent_pids_limit (const char *arg)
+ab_agent_pids_limit (const char *arg, ab_error_t *err)
 {
 	char *end;
 	unsigned long long max;
 
 	errno = 0;
 	max = strtoull (arg, &end, 10);
-	if (errno || end == arg || *end || max == 0 || max > 4194304) {
-		fprintf (stderr, "agentbox-agent: bad --pids-max %s\n", arg);
-		return -1;
-	}
+	if (errno || end == arg || *end || max == 0 || max > 4194304)
+		return ab_error (err, 0, AB_E_INVALID, "bad --pids-max %s", arg);
 	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0
 	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
-	    || drop_sys_admin () < 0) {
-		fprintf (stderr, "agentbox-agent: pids limit: %s\n", strerror (errno));
-		return -1;
-	}
+	    || drop_sys_admin () < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include "agent/agent.h"
 #include "agent/proc.h"
 #include "base/fd.h"
+#include "base/clock.h"
 #include "base/xalloc.h"
 
 #define MAX_PROCS         4096
@@ -44,14 +45,6 @@ find_proc (uint32_t pid)
 		if ((uint32_t)p->pid == pid)
 			return p;
 	return NULL;
-}
-
-static uint64_t
-unix_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static char **
@@ -274,7 +267,7 @@ proc_new (const struct ab_msg_s *m)
 
 	p->argv = strv_copy (m->argv);
 	p->tty = m->tty;
-	p->started_unix_ms = unix_ms ();
+	p->started_unix_ms = ab_unix_ms ();
 	p->grace_ms = m->grace_ms ? m->grace_ms : DEFAULT_GRACE_MS;
 	p->in_fd = p->pty = -1;
 	p->in_w.fd = -1;

@@ -41,6 +41,7 @@
 #include "agent/vm.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/log.h"
 #include "base/sys.h"
 
 #define MODULES_LIST  "/modules"
@@ -50,7 +51,7 @@
 
 static void __attribute__ ((noreturn)) die (const ab_error_t *err)
 {
-	fprintf (stderr, "agentbox-agent: vm: %s\n", err->msg);
+	ab_log_error (AB_LOG_ERROR, err, "vm");
 	sync ();
 	reboot (RB_POWER_OFF);
 	_exit (125);
@@ -243,8 +244,8 @@ static void __attribute__ ((noreturn)) serve (int port)
 	    || (listen_fd = ab_vm_mux_start (port, &err)) < 0)
 		die (&err);
 	clock_gettime (CLOCK_BOOTTIME, &t);
-	fprintf (stderr, "agentbox-agent: vm: ready %ld ms after boot\n",
-	         (long)t.tv_sec * 1000 + t.tv_nsec / 1000000);
+	ab_log (AB_LOG_INFO, "vm: ready %ld ms after boot",
+	        (long)t.tv_sec * 1000 + t.tv_nsec / 1000000);
 	ab_service_run (listen_fd);
 }
 
@@ -259,7 +260,7 @@ static void __attribute__ ((noreturn)) reap_until (pid_t agent)
 		if (p < 0 && errno == ECHILD)
 			break;
 	if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-		fprintf (stderr, "agentbox-agent: vm: the agent ended (wait status %d)\n", status);
+		ab_log (AB_LOG_WARN, "vm: the agent ended (wait status %d)", status);
 	sync ();
 	reboot (RB_POWER_OFF);
 	_exit (0);

@@ -22,6 +22,7 @@
 
 #include "agent/service.h"
 #include "agent/vm.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 #include "proto/mux-relay.h"
 
@@ -40,7 +41,7 @@ check_relay (void)
 
 	if (!why)
 		return;
-	fprintf (stderr, "agentbox-agent: vm: the host's stream: %s; powering off\n", why);
+	ab_log (AB_LOG_ERROR, "vm: the host's stream: %s; powering off", why);
 	sync ();
 	reboot (RB_POWER_OFF);
 	_exit (125);

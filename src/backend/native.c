@@ -35,6 +35,7 @@
 #include "backend/service-socket.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/log.h"
 #include "base/sys.h"
 #include "isolate/cgroup.h"
 #include "isolate/mountfd.h"
@@ -219,8 +220,7 @@ create_cgroup (struct monitor_s *m, ab_error_t *err)
 		return ab_error_wrap (err, "cgroup limits");
 	/* Unprivileged without a delegated cgroup: the default limits cannot be
 	 * applied; say so once rather than refusing to run at all. */
-	fprintf (stderr, "agentbox: warning: %s; default memory and pids limits not applied\n",
-	         err->msg);
+	ab_log (AB_LOG_WARN, "%s; default memory and pids limits not applied", err->msg);
 	ab_error_clear (err);
 	m->cgroup = NULL;
 	return 0;

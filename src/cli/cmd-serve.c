@@ -1,9 +1,11 @@
 /* `agentbox serve`: run the daemon. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
@@ -120,6 +122,7 @@ ab_cmd_serve (int argc, char **argv)
 	ab_error_t err = AB_ERROR_INIT;
 	int opt, r = 0;
 
+	ab_log_set_program ("agentbox serve"); /* before any thread (base/log.h) */
 	ab_daemon_config_init (&c);
 	opterr = 0;
 	optind = 1;
@@ -145,8 +148,12 @@ ab_cmd_serve (int argc, char **argv)
 	if (r == 0 && !c.state_dir && !(c.state_dir = ab_daemon_default_state_dir ()))
 		r = ab_error (&err, 0, AB_E_INVALID,
 		              "no --state-dir and no $XDG_STATE_HOME or $HOME");
-	if (r == 0)
+	if (r == 0) {
+		/* Process-wide, so here at the program's edge (daemon.h); the
+		 * spawner gives sandboxes the default back (daemon/spawn.c). */
+		signal (SIGPIPE, SIG_IGN);
 		r = ab_daemon_run (&c, &err);
+	}
 	if (r < 0)
 		ab_cli_report (&err);
 	ab_daemon_config_free (&c);

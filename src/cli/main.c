@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/daemon.h"
@@ -72,11 +73,19 @@ int
 main (int argc, char **argv)
 {
 	const char *self = basename_of (argc > 0 ? argv[0] : NULL);
+	ab_error_t err = AB_ERROR_INIT;
 	char name[64];
 
+	/* Once, before any thread: the logger is not reconfigured later. */
+	if (ab_log_setup_from_env (&err) < 0) {
+		ab_cli_report (&err);
+		return 125;
+	}
 	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
-		if (strcmp (self, services[i].alias) == 0)
+		if (strcmp (self, services[i].alias) == 0) {
+			ab_log_set_program (services[i].alias);
 			return services[i].fn (argc, argv, services[i].alias);
+		}
 	if (argc < 2) {
 		fputs (usage, stderr);
 		return 125;
@@ -88,6 +97,7 @@ main (int argc, char **argv)
 	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
 		if (strcmp (argv[1], services[i].command) == 0) {
 			snprintf (name, sizeof name, "agentbox %s", services[i].command);
+			ab_log_set_program (name);
 			return services[i].fn (argc - 1, argv + 1, name);
 		}
 	for (size_t i = 0; i < sizeof daemon_commands / sizeof *daemon_commands; i++)

@@ -3,6 +3,7 @@
  * (docs/preview-bridge.md).  The work lives in src/net/preview-*.c; this
  * file reads the command line and stdio. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,8 @@ cmd_serve (const struct opts_s *o, const char *progname)
 	if (split_listen (o->listen ? o->listen : "0.0.0.0:8080", &host, &port) < 0)
 		return bad_usage (progname, "--listen wants HOST:PORT, not '%s'", o->listen);
 	ab_preview_serve_config_default (&cfg);
+	/* Process-wide, so here at the program's edge (preview-serve.h). */
+	signal (SIGPIPE, SIG_IGN);
 	srv = ab_preview_server_new (&cfg, &err);
 	if (srv != NULL
 	    && ab_preview_server_listen (srv, host, port, bound, sizeof bound, &err) == 0) {

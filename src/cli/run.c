@@ -327,8 +327,11 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 			close (plan.close_after_create[i]);
 	build_exec (spec, tty, &exec);
 	r = start_services (spec, sb.id, creds, &services, &plan.io, err);
-	if (r == 0)
+	if (r == 0) {
+		/* Only now: the sandbox, already started, must not inherit it. */
+		signal (SIGPIPE, SIG_IGN);
 		r = ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
+	}
 	ab_egress_relay_stop (services.egress);
 	ab_cred_relay_stop (services.cred);
 	for (size_t i = 0; i < exec.n_rw_paths; i++)

@@ -31,7 +31,9 @@ void ab_daemon_config_free (struct ab_daemon_config_s *c);
 char *ab_daemon_default_socket (void);
 char *ab_daemon_default_state_dir (void);
 
-/* Runs until SIGTERM or SIGINT; sandboxes outlive it. */
+/* Runs until SIGTERM or SIGINT; sandboxes outlive it.  The caller's main
+ * ignores SIGPIPE first: a client that goes away must fail a write with
+ * EPIPE, not end the daemon. */
 int ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err);
 
 /* `agentbox __create-sandbox ID`: the single-threaded spawner the daemon

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <sys/epoll.h>
 
+#include "base/log.h"
+
 #define TICK_MS 500
 
 void
@@ -47,7 +49,7 @@ expire (struct ab_daemon_s *d)
 		    || (s != AB_BOX_RUNNING && s != AB_BOX_DEAD))
 			continue;
 		if (ab_box_destroy (d, v[i], true, &err) < 0)
-			fprintf (stderr, "agentbox serve: expire %s: %s\n", v[i]->id, err.msg);
+			ab_log_error (AB_LOG_WARN, &err, "expire %s", v[i]->id);
 		else
 			ab_metrics_inc ("sandboxes_expired");
 	}

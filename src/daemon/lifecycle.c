@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
 #include "base/parse.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
@@ -397,6 +398,14 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 	return 0;
 }
 
+/* A step of a cleanup that no caller waits for: the daemon's log hears of it. */
+static void
+warn_step (const struct ab_box_s *b, const char *step, ab_error_t *err)
+{
+	ab_log_error (AB_LOG_WARN, err, "sandbox %s: %s", b->id, step);
+	ab_error_clear (err);
+}
+
 void
 ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
 {
@@ -415,18 +424,20 @@ ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
 		return;
 	ab_box_egress_stop (b);
 	/* An agent that no longer answers: its monitor ends it. */
-	if (b->pidfd >= 0)
-		stop_monitor (b->pidfd, &err);
+	if (b->pidfd >= 0 && stop_monitor (b->pidfd, &err) < 0)
+		warn_step (b, "stop its monitor", &err);
 	unlink (b->agent_sock);
 	if (b->workspace_owned) {
 		cleanup_free char *ws = xasprintf ("%s/workspace", b->dir);
 		ab_rm_rf (ws);
 	}
 	/* A monitor killed with SIGKILL could not remove its cgroups. */
-	ab_cgroup_sweep_stale (&err);
-	ab_box_save (d, b, &err);
+	if (ab_cgroup_sweep_stale (&err) < 0)
+		warn_step (b, "sweep stale cgroups", &err);
+	if (ab_box_save (d, b, &err) < 0)
+		warn_step (b, "save its state", &err);
 	ab_metrics_inc ("sandboxes_died");
-	fprintf (stderr, "agentbox serve: sandbox %s is dead: %s\n", b->id, reason);
+	ab_log (AB_LOG_INFO, "sandbox %s is dead: %s", b->id, reason);
 }
 
 /* One sandbox directory found at startup. */
@@ -450,12 +461,16 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		json_decref (j);
 		ab_rm_rf (b->dir);
 		ab_box_unref (d, b);
-		fprintf (stderr, "agentbox serve: removed unfinished sandbox %s%s%s\n", id,
-		         err.msg[0] ? ": " : "", err.msg);
+		ab_log (AB_LOG_INFO, "removed unfinished sandbox %s%s%s", id,
+		        err.msg[0] ? ": " : "", err.msg);
 		return;
 	}
 	json_decref (j);
-	ab_registry_add (d, b, &err);
+	if (ab_registry_add (d, b, &err) < 0) {
+		ab_log_error (AB_LOG_WARN, &err, "sandbox %s not adopted", id);
+		ab_box_unref (d, b);
+		return;
+	}
 	if (b->state == AB_BOX_DEAD) {
 		ab_box_unref (d, b);
 		return;
@@ -479,7 +494,7 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 	}
 	ab_agent_close (c);
 	if (ab_box_cred_load (b, &err) < 0 || ab_box_egress_start (b, &err) < 0)
-		fprintf (stderr, "agentbox serve: sandbox %s: forwarded ports: %s\n", id, err.msg);
+		ab_log_error (AB_LOG_WARN, &err, "sandbox %s: forwarded ports", id);
 	ab_housekeeping_watch (d, b);
 	ab_box_unref (d, b);
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 
 #define IDLE_TIMEOUT_S 120 /* a keep-alive connection with nothing to say */
@@ -214,11 +215,10 @@ listen_tcp (const struct ab_daemon_config_s *c, ab_error_t *err)
 	if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0
 	    || bind (fd, (struct sockaddr *)&ss, len) < 0 || listen (fd, 512) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "--listen %s", c->listen);
-	fprintf (stderr,
-	         "agentbox serve: warning: the API is also on TCP %s%s; every request needs the "
-	         "bearer token from %s\n",
-	         c->listen, loopback ? "" : " (NOT loopback: reachable from the network)",
-	         c->token_file);
+	ab_log (AB_LOG_WARN,
+	        "the API is also on TCP %s%s; every request needs the bearer token from %s",
+	        c->listen, loopback ? "" : " (NOT loopback: reachable from the network)",
+	        c->token_file);
 	return steal_fd (&fd);
 }
 
@@ -239,9 +239,7 @@ load_token (struct ab_daemon_s *d, const char *path, ab_error_t *err)
 		                 "--token-file %s: the token needs at least %d characters", path,
 		                 MIN_TOKEN_LEN);
 	if (st.st_mode & 077)
-		fprintf (stderr,
-		         "agentbox serve: warning: %s is readable by other users (chmod 600 it)\n",
-		         path);
+		ab_log (AB_LOG_WARN, "%s is readable by other users (chmod 600 it)", path);
 	ab_sha256 (buf, (size_t)n, d->token_digest);
 	explicit_bzero (buf, sizeof buf);
 	d->has_token = true;
@@ -452,7 +450,6 @@ signals (void)
 {
 	sigset_t set;
 
-	signal (SIGPIPE, SIG_IGN);
 	sigemptyset (&set);
 	sigaddset (&set, SIGTERM);
 	sigaddset (&set, SIGINT);
@@ -477,8 +474,8 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 	sfd = signals ();
 	if (ab_housekeeping_start (&d, err) < 0)
 		return -1;
-	fprintf (stderr, "agentbox serve: listening on %s (state in %s, %u sandboxes adopted)\n",
-	         c->socket_path, c->state_dir, d.n_boxes);
+	ab_log (AB_LOG_INFO, "listening on %s (state in %s, %u sandboxes adopted)", c->socket_path,
+	        c->state_dir, d.n_boxes);
 	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = ufd, .events = POLLIN };
 	p[2] = (struct pollfd){ .fd = tfd, .events = POLLIN };
@@ -494,6 +491,6 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 	}
 	/* Sandboxes live on; the next daemon adopts them from the state dir. */
 	unlink (c->socket_path);
-	fprintf (stderr, "agentbox serve: stopped; %u sandboxes keep running\n", d.n_boxes);
+	ab_log (AB_LOG_INFO, "stopped; %u sandboxes keep running", d.n_boxes);
 	return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/clock.h"
 #include "base/xalloc.h"
 #include "spec/spec-json.h"
 
@@ -24,9 +25,7 @@
 int64_t
 ab_now_ms (void)
 {
-	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ab_unix_ms ();
 }
 
 int
@@ -164,15 +163,11 @@ ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 static json_t *
 iso_time (int64_t ms)
 {
-	char buf[64];
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
+	char buf[AB_UTC_MS_LEN];
 
 	if (!ms)
 		return json_null ();
-	gmtime_r (&t, &tm);
-	snprintf (buf + strftime (buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm), 16, ".%03dZ",
-	          (int)(ms % 1000));
+	ab_utc_ms_format (ms, buf);
 	return json_string (buf);
 }
 

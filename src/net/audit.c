@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
 
@@ -63,19 +64,6 @@ ab_audit_failures (const struct ab_audit_s *a)
 	return a->failures;
 }
 
-/* RFC 3339 UTC with milliseconds: "2025-01-31T12:34:56.789Z". */
-static void
-format_time (const struct timespec *ts, char buf[64])
-{
-	struct tm tm;
-	time_t s = ts->tv_sec;
-	size_t n;
-
-	gmtime_r (&s, &tm);
-	n = strftime (buf, 64, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf (buf + n, 64 - n, ".%03dZ", (int)(ts->tv_nsec / 1000000));
-}
-
 static void
 set_str (json_t *o, const char *key, const char *v)
 {
@@ -86,11 +74,11 @@ set_str (json_t *o, const char *key, const char *v)
 char *
 ab_audit_format (const struct ab_audit_record_s *r)
 {
-	char when[64];
+	char when[AB_UTC_MS_LEN];
 	json_t *o = json_object ();
 	char *s;
 
-	format_time (&r->time, when);
+	ab_utc_ms_format ((int64_t)r->time.tv_sec * 1000 + r->time.tv_nsec / 1000000, when);
 	json_object_set_new (o, "time", json_string (when));
 	set_str (o, "sandbox", r->sandbox);
 	set_str (o, "method", r->method);

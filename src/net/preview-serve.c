@@ -395,7 +395,6 @@ ab_preview_server_new (const struct ab_preview_serve_config_s *cfg, ab_error_t *
 {
 	ab_preview_server_t *s = xcalloc (1, sizeof *s);
 
-	signal (SIGPIPE, SIG_IGN);
 	s->cfg = *cfg;
 	s->base = event_base_new ();
 	if (s->base == NULL) {

@@ -37,8 +37,9 @@ void ab_preview_serve_config_default (struct ab_preview_serve_config_s *c);
 
 typedef struct ab_preview_server_s ab_preview_server_t;
 
-/* Ignores SIGPIPE process-wide: a client that goes away must fail a write
- * with EPIPE, not kill the server. */
+/* The caller's main ignores SIGPIPE first: a client that goes away must
+ * fail a write with EPIPE, not kill the server (libevent writes with
+ * writev, so MSG_NOSIGNAL cannot do it per call). */
 ab_preview_server_t *ab_preview_server_new (const struct ab_preview_serve_config_s *cfg,
                                             ab_error_t *err);
 /* host empty = any address; port "0" = any port; the bound address is

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+
 enum {
 	LO = AB_ADDR_GROUP_LOOPBACK,
 	PRIV = AB_ADDR_GROUP_PRIVATE,
@@ -107,7 +109,7 @@ parse_ranges (void)
 	for (size_t i = 0; i < N_RANGES; i++) {
 		ab_error_t err = AB_ERROR_INIT;
 		if (ab_cidr_parse (ranges[i].cidr, &range_cidrs[i], &err) < 0) {
-			fprintf (stderr, "agentbox: bad address range table row: %s\n", err.msg);
+			ab_log_error (AB_LOG_ERROR, &err, "bad address range table row");
 			abort ();
 		}
 	}

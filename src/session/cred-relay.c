@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "base/xalloc.h"
 #include "net/credential-proxy.h"
 #include "session/fd-relay.h"
@@ -18,7 +19,9 @@ serve_conn (void *arg, int fd)
 	ab_cred_relay_t *r = arg;
 	ab_error_t err = AB_ERROR_INIT;
 
-	ab_cred_proxy_serve_fd (r->proxy, fd, &err);
+	/* As in egress-relay.c: nobody waits for this error but the log. */
+	if (ab_cred_proxy_serve_fd (r->proxy, fd, &err) < 0)
+		ab_log_error (AB_LOG_WARN, &err, "credential connection refused");
 }
 
 void

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "base/xalloc.h"
 #include "net/audit.h"
 #include "net/egress-proxy.h"
@@ -45,7 +46,11 @@ serve_conn (void *arg, int fd)
 	ab_egress_relay_t *r = arg;
 	ab_error_t err = AB_ERROR_INIT;
 
-	ab_egress_proxy_serve_fd (r->proxy, fd, r->sandbox_id, NULL, &err);
+	/* A connection refused (the proxy at its limit): the sandbox sees it
+	 * closed; no caller waits for the error, so the log hears of it. */
+	if (ab_egress_proxy_serve_fd (r->proxy, fd, r->sandbox_id, NULL, &err) < 0)
+		ab_log_error (AB_LOG_WARN, &err, "sandbox %s: egress connection refused",
+		              r->sandbox_id);
 }
 
 static void

@@ -36,7 +36,6 @@ block_signals (sigset_t *old, ab_error_t *err)
 		sigaddset (&set, forwarded_signals[i]);
 	if (sigprocmask (SIG_BLOCK, &set, old) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sigprocmask");
-	signal (SIGPIPE, SIG_IGN);
 	return signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 

@@ -39,6 +39,8 @@ struct ab_run_outcome_s {
 	int landlock_abi;
 };
 
+/* The caller's main ignores SIGPIPE first: a reader of the relayed output
+ * that goes away must fail a write with EPIPE, not end the run. */
 int ab_run_session (int door, const struct ab_exec_msg_s *exec, struct ab_run_io_s *io,
                     struct ab_run_outcome_s *out, ab_error_t *err);
 
