@@ -1,6 +1,7 @@
 /* `agentbox credential-proxy serve` and its multi-call twin
  * `t3-credential-proxy serve`: the credential proxy as a standalone
  * sidecar (docs/credential-proxy.md). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,13 @@ static const char usage[] = "serve [--listen host:port] [--config /tmp/credentia
 
 #define bad_usage(progname, ...) ab_cli_usage_error (progname, usage, EXIT_USAGE, __VA_ARGS__)
 
+/* A connection the proxy could not take: the edge prints it. */
+static void
+report_error (void *arg, const ab_error_t *err)
+{
+	ab_cli_report (err);
+}
+
 static int
 serve (const char *listen, const char *config, const char *progname)
 {
@@ -34,6 +42,10 @@ serve (const char *listen, const char *config, const char *progname)
 	if (ab_cli_split_listen (listen, "127.0.0.1", &host, &port) < 0)
 		return bad_usage (progname, "--listen wants HOST:PORT, not '%s'", listen);
 	ab_cred_limits_default (&cfg.limits);
+	cfg.report = report_error;
+	/* Configuration and failure lines go to stderr, often a pipe: a
+	 * reader that goes away must fail those writes, not kill the proxy. */
+	signal (SIGPIPE, SIG_IGN);
 	proxy = ab_cred_proxy_new (NULL, &cfg, &err);
 	if (proxy == NULL
 	    || ab_cred_proxy_listen (proxy, host, port, bound, sizeof bound, &err) < 0)

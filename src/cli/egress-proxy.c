@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,13 @@ raise_nofile (void)
 	}
 }
 
+/* A connection the proxy could not take: the edge prints it. */
+static void
+report_error (void *arg, const ab_error_t *err)
+{
+	ab_cli_report (err);
+}
+
 static int
 serve (const struct serve_opts_s *o, const char *progname)
 {
@@ -271,6 +279,10 @@ serve (const struct serve_opts_s *o, const char *progname)
 		return 1;
 	}
 	raise_nofile ();
+	cfg.report = report_error;
+	/* Decision, audit and failure lines go to stdout/stderr, often pipes:
+	 * a reader that goes away must fail those writes, not kill the proxy. */
+	signal (SIGPIPE, SIG_IGN);
 	cfg.policy = policy;
 	cfg.audit = audit;
 	proxy = ab_egress_proxy_new (NULL, &cfg, &err);

@@ -1,27 +1,20 @@
-/* The credential proxy object: configuration (load, watch, reload),
- * connection lifetime, events, timers and the driver loop.  The listener,
- * the stop and the lazy timers are shared with the egress proxy
- * (listener.c, loop-stop.c, lazy-timer.c); the request states live in
+/* The credential proxy object: configuration (load, watch, reload) and
+ * the handler table for the relay core (relay.h), which runs the
+ * connections; the request's checks and upstream live in
  * credential-request.c and credential-forward.c (credential-internal.h). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/fd.h"
 #include "base/xalloc.h"
 #include "net/credential-internal.h"
-#include "net/lazy-timer.h"
 #include "net/resolve.h"
 
 #define RESOLVER_THREADS 2
@@ -38,12 +31,6 @@ ab_cred_limits_default (struct ab_cred_limits_s *l)
 	l->idle_timeout_ms = 600 * 1000;
 }
 
-uint64_t
-ab_cp_now_us (void)
-{
-	return ab_mono_now_us ();
-}
-
 /* ---- configuration -------------------------------------------------------- */
 
 void
@@ -53,11 +40,8 @@ ab_cred_proxy_set_config (ab_cred_proxy_t *p, struct ab_cred_config_s *c)
 	p->config = c;
 }
 
-static void log_line (ab_cred_proxy_t *p, const char *fmt, ...)
-        __attribute__ ((format (printf, 2, 3)));
-
-static void
-log_line (ab_cred_proxy_t *p, const char *fmt, ...)
+void
+ab_cp_log (ab_cred_proxy_t *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,13 +67,13 @@ reload (ab_cred_proxy_t *p)
 	if (c == NULL) {
 		if (err.kind == AB_E_NOT_FOUND)
 			return;
-		log_line (p, "%s\n",
-		          "credential config is malformed; keeping previous configuration");
+		ab_cp_log (p, "%s\n",
+		           "credential config is malformed; keeping previous configuration");
 		return;
 	}
 	names = ab_cred_config_names (c);
 	ab_cred_proxy_set_config (p, c);
-	log_line (p, "credential config loaded with upstreams [%s]\n", names);
+	ab_cp_log (p, "credential config loaded with upstreams [%s]\n", names);
 }
 
 /* The directory's events: our file written and closed, or renamed into
@@ -151,55 +135,14 @@ watch_config (ab_cred_proxy_t *p, ab_error_t *err)
 	    < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_SYSTEM,
 		                 "watch the configuration directory %s", p->config_dir);
-	p->inotify_ev = event_new (p->base, p->inotify_fd, EV_READ | EV_PERSIST, on_inotify, p);
+	p->inotify_ev =
+	        event_new (p->relay.base, p->inotify_fd, EV_READ | EV_PERSIST, on_inotify, p);
 	if (p->inotify_ev == NULL || event_add (p->inotify_ev, NULL) < 0)
 		return ab_error (err, 0, AB_E_SYSTEM, "register the configuration watch");
 	return 0;
 }
 
-/* ---- connections ---------------------------------------------------------- */
-
-static uint64_t
-conn_deadline (const struct ab_cp_conn_s *c)
-{
-	const struct ab_cred_limits_s *l = &c->proxy->cfg.limits;
-	uint64_t idle = c->t_last + (uint64_t)l->idle_timeout_ms * 1000u;
-	uint64_t head;
-
-	switch (c->state) {
-	case AB_CP_ST_HEAD:
-		/* Slowloris: a head must arrive whole within head_timeout. */
-		if (c->t_head_start == 0)
-			return idle;
-		head = c->t_head_start + (uint64_t)l->head_timeout_ms * 1000u;
-		return head < idle ? head : idle;
-	case AB_CP_ST_CONNECT: return c->t_phase + (uint64_t)l->connect_timeout_ms * 1000u;
-	case AB_CP_ST_CLOSING: return c->t_phase + AB_CP_LINGER_MS * 1000u;
-	case AB_CP_ST_FORWARD: break;
-	}
-	return idle;
-}
-
-/* Lazy timers, as in the egress proxy: only ever moved earlier; an early
- * firing re-arms for the real deadline. */
-static void
-conn_update_timer (struct ab_cp_conn_s *c)
-{
-	ab_lazy_timer_arm (c->tev, &c->timer_at, conn_deadline (c));
-}
-
-void
-ab_cp_close_upstream (struct ab_cp_conn_s *c)
-{
-	ab_http_client_free (c->up);
-	c->up = NULL;
-	c->us = NULL;
-	c->up_idle = false;
-	c->up_ups = NULL;
-	ab_cred_config_unref (c->up_cfg);
-	c->up_cfg = NULL;
-	ab_iobuf_free (&c->uin);
-}
+/* ---- the relay's handlers ------------------------------------------------- */
 
 void
 ab_cp_req_release (struct ab_cp_conn_s *c)
@@ -210,151 +153,55 @@ ab_cp_req_release (struct ab_cp_conn_s *c)
 }
 
 static void
-conn_free (struct ab_cp_conn_s *c)
+conn_release (struct ab_relay_conn_s *rc)
 {
-	ab_cred_proxy_t *p = c->proxy;
-
-	ab_cp_close_upstream (c);
-	ab_cp_req_release (c);
-	if (c->cev)
-		event_free (c->cev);
-	if (c->tev)
-		event_free (c->tev);
-	ab_stream_close (&c->cs);
-	ab_iobuf_free (&c->cin);
-	ab_iobuf_free (&c->cout);
-	ab_iobuf_free (&c->uout);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		p->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	p->n_conns--;
-	ab_listener_resume (&p->listener);
-	free (c);
-}
-
-static int
-conn_step (struct ab_cp_conn_s *c)
-{
-	switch (c->state) {
-	case AB_CP_ST_HEAD: return ab_cp_head_step (c);
-	case AB_CP_ST_CONNECT: return ab_cp_connect_step (c);
-	case AB_CP_ST_FORWARD: return ab_cp_forward_step (c);
-	case AB_CP_ST_CLOSING: return ab_cp_closing_step (c);
-	}
-	return AB_CP_CLOSE;
-}
-
-void
-ab_cp_conn_run (struct ab_cp_conn_s *c)
-{
-	int r;
-
-	while ((r = conn_step (c)) == AB_CP_AGAIN)
-		;
-	if (r == AB_CP_CLOSE) {
-		conn_free (c);
-		return;
-	}
-	conn_update_timer (c);
-}
-
-void
-ab_cp_conn_yield (struct ab_cp_conn_s *c)
-{
-	event_active (c->cev, EV_TIMEOUT, 0);
-}
-
-void
-ab_cp_upstream_notify (void *arg)
-{
-	ab_cp_conn_run (arg);
+	ab_cp_close_upstream (rc);
+	ab_cp_req_release (ab_cp_conn (rc));
 }
 
 static void
-on_client (evutil_socket_t fd, short what, void *arg)
+done (struct ab_relay_conn_s *rc)
 {
-	struct ab_cp_conn_s *c = arg;
+	ab_cp_req_release (ab_cp_conn (rc));
+}
 
-	if (what & EV_READ)
-		c->cs.rd = true;
-	if (what & EV_WRITE)
-		c->cs.wr = true;
-	ab_cp_conn_run (c);
+static uint64_t
+connect_deadline (const struct ab_relay_conn_s *rc)
+{
+	const ab_cred_proxy_t *p = rc->relay->owner;
+
+	return rc->t_phase + (uint64_t)p->cfg.limits.connect_timeout_ms * 1000u;
 }
 
 static void
-on_timer (evutil_socket_t fd, short what, void *arg)
+report (struct ab_relay_s *r, const ab_error_t *err)
 {
-	struct ab_cp_conn_s *c = arg;
-	int r;
+	ab_cred_proxy_t *p = r->owner;
 
-	c->timer_at = 0;
-	if (ab_cp_now_us () < conn_deadline (c)) {
-		conn_update_timer (c);
-		return;
-	}
-	r = ab_cp_timeout (c);
-	if (r == AB_CP_CLOSE)
-		conn_free (c);
-	else
-		ab_cp_conn_run (c);
+	ab_cp_log (p, "%s\n", err->msg);
 }
 
-static int
-conn_new (ab_cred_proxy_t *p, int fd, ab_error_t *err)
-{
-	struct ab_cp_conn_s *c = xcalloc (1, sizeof *c);
-	int one = 1;
-
-	c->proxy = p;
-	ab_stream_init (&c->cs, fd);
-	c->t_last = ab_cp_now_us ();
-	c->next = p->conns;
-	if (p->conns)
-		p->conns->prev = c;
-	p->conns = c;
-	p->n_conns++;
-	setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	c->cev = event_new (p->base, fd, EV_READ | EV_WRITE | EV_PERSIST | EV_ET, on_client, c);
-	c->tev = evtimer_new (p->base, on_timer, c);
-	if (c->cev == NULL || c->tev == NULL || event_add (c->cev, NULL) < 0) {
-		conn_free (c);
-		return ab_error (err, 0, AB_E_SYSTEM, "register connection with the event loop");
-	}
-	conn_update_timer (c);
-	return 0;
-}
+static const struct ab_relay_ops_s cred_ops = {
+	.conn_size = sizeof (struct ab_cp_conn_s),
+	.io_chunk = AB_CP_IO_CHUNK,
+	.splice = false,
+	.upstream_hup = false,
+	.answer_type = "text/plain",
+	.request = ab_cp_request,
+	.connect = ab_cp_connect_step,
+	.connect_deadline = connect_deadline,
+	.timeout = ab_cp_timeout,
+	.fail = ab_cp_fail,
+	.done = done,
+	.close_upstream = ab_cp_close_upstream,
+	.release = conn_release,
+	.report = report,
+};
 
 int
 ab_cred_proxy_serve_fd (ab_cred_proxy_t *p, int fd, ab_error_t *err)
 {
-	cleanup_close int owned = fd;
-
-	if (p->n_conns >= p->cfg.limits.max_conns)
-		return ab_error (err, 0, AB_E_LIMIT, "credential proxy: %u connections already",
-		                 p->n_conns);
-	if (ab_set_nonblock (fd, 1) < 0 || ab_set_cloexec (fd, 1) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "credential proxy: configure fd %d", fd);
-	return conn_new (p, steal_fd (&owned), err);
-}
-
-static bool
-listener_full (void *owner)
-{
-	ab_cred_proxy_t *p = owner;
-
-	return p->n_conns >= p->cfg.limits.max_conns;
-}
-
-static void
-listener_take (void *owner, int fd)
-{
-	ab_error_t err = AB_ERROR_INIT;
-
-	conn_new (owner, fd, &err);
+	return ab_relay_serve_fd (&p->relay, fd, NULL, err);
 }
 
 /* ---- the proxy object ----------------------------------------------------- */
@@ -362,9 +209,9 @@ listener_take (void *owner, int fd)
 static int
 proxy_init (ab_cred_proxy_t *p, ab_error_t *err)
 {
-	if (ab_loop_stop_open (&p->stop, p->base) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "set up the credential proxy's events");
-	p->resolver = ab_resolver_new (p->base, RESOLVER_THREADS, RESOLVER_QUEUE, err);
+	struct event_base *base = p->relay.base;
+
+	p->resolver = ab_resolver_new (base, RESOLVER_THREADS, RESOLVER_QUEUE, err);
 	if (p->resolver == NULL)
 		return -1;
 	p->tls = ab_tls_client_ctx_new (p->cfg.log, err);
@@ -372,7 +219,7 @@ proxy_init (ab_cred_proxy_t *p, ab_error_t *err)
 		return -1;
 	ab_proxy_env_load (&p->proxy_env, NULL, NULL);
 	p->client_cfg = (struct ab_http_client_config_s){
-		.base = p->base,
+		.base = base,
 		.resolver = p->resolver,
 		.tls = p->tls,
 		.proxy_env = &p->proxy_env,
@@ -391,29 +238,25 @@ ab_cred_proxy_new (struct event_base *base, const struct ab_cred_proxy_config_s 
                    ab_error_t *err)
 {
 	ab_cred_proxy_t *p = xcalloc (1, sizeof *p);
+	const struct ab_relay_limits_s rl = {
+		.max_head = cfg->limits.max_head,
+		.max_fields = cfg->limits.max_fields,
+		.max_conns = cfg->limits.max_conns,
+		.head_timeout_ms = cfg->limits.head_timeout_ms,
+		.idle_timeout_ms = cfg->limits.idle_timeout_ms,
+	};
 
-	signal (SIGPIPE, SIG_IGN);
 	p->cfg = *cfg;
 	p->config_path = cfg->config_path ? xstrdup (cfg->config_path) : NULL;
 	p->cfg.config_path = p->config_path;
 	p->inotify_fd = -1;
 	/* No pause on fd exhaustion (retry 0): the listener stays armed. */
-	ab_listener_init (&p->listener, listener_full, listener_take, p, 0);
-	ab_loop_stop_init (&p->stop);
-	p->http_limits.max_head = cfg->limits.max_head;
-	p->http_limits.max_fields = cfg->limits.max_fields;
-	p->fields =
-	        xcalloc (cfg->limits.max_fields ? cfg->limits.max_fields : 1, sizeof *p->fields);
-	p->base = base;
-	if (p->base == NULL) {
-		p->base = event_base_new ();
-		p->own_base = true;
-	}
-	if (p->base == NULL) {
-		ab_error (err, 0, AB_E_SYSTEM, "create event loop");
+	if (ab_relay_init (&p->relay, base, "credential proxy", &cred_ops, p, &rl, 0, err) < 0) {
 		ab_cred_proxy_free (p);
 		return NULL;
 	}
+	p->relay.report = cfg->report;
+	p->relay.report_arg = cfg->report_arg;
 	if (proxy_init (p, err) < 0) {
 		ab_cred_proxy_free (p);
 		return NULL;
@@ -434,23 +277,19 @@ ab_cred_proxy_free (ab_cred_proxy_t *p)
 {
 	if (p == NULL)
 		return;
-	while (p->conns)
-		conn_free (p->conns);
+	if (p->relay.ops != NULL)
+		ab_relay_drop_conns (&p->relay);
 	ab_resolver_free (p->resolver);
-	ab_loop_stop_close (&p->stop);
-	ab_listener_close (&p->listener);
 	free_event (&p->inotify_ev);
 	if (p->inotify_fd >= 0)
 		close (p->inotify_fd);
-	if (p->own_base && p->base)
-		event_base_free (p->base);
+	ab_relay_fini (&p->relay);
 	SSL_CTX_free (p->tls);
 	ab_proxy_env_clear (&p->proxy_env);
 	ab_cred_config_unref (p->config);
 	free (p->config_path);
 	free (p->config_dir);
 	free (p->config_base);
-	free (p->fields);
 	free (p);
 }
 
@@ -458,19 +297,17 @@ int
 ab_cred_proxy_listen (ab_cred_proxy_t *p, const char *host, const char *port, char *bound,
                       size_t bound_len, ab_error_t *err)
 {
-	if (p->listener.fd >= 0)
-		return ab_error (err, 0, AB_E_CONFLICT, "credential proxy already listening");
-	return ab_listener_open (&p->listener, p->base, host, port, bound, bound_len, err);
+	return ab_relay_listen (&p->relay, host, port, bound, bound_len, err);
 }
 
 int
 ab_cred_proxy_run (ab_cred_proxy_t *p, ab_error_t *err)
 {
-	return ab_loop_stop_run (&p->stop, err);
+	return ab_relay_run (&p->relay, err);
 }
 
 void
 ab_cred_proxy_stop (ab_cred_proxy_t *p)
 {
-	ab_loop_stop_request (&p->stop);
+	ab_relay_stop (&p->relay);
 }

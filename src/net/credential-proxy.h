@@ -13,14 +13,15 @@
  *   Bearer token missing or wrong       401 "unauthorized\n"
  *   "." or ".." segment (decoded path)  400 "path traversal is not allowed\n"
  *   first segment names no upstream     404 "unknown upstream\n"  (nothing sent upstream)
- *   upstream fails before its head      502 "upstream request failed\n" and the stderr
+ *   upstream fails before its head      502 "upstream request failed\n" and the log
  *                                       line "upstream <name> request failed"
  * then the request goes upstream with Authorization, Host, hop-by-hop and
  * the upstream's stripRequestHeaders removed, its inject headers set
  * (replacing), and Host set to the upstream's.  Bodies stream both ways
  * as they arrive (content-length or chunked, checked byte by byte by the
  * strict parser in http-head.h); a failure after the response head drops
- * the client connection.
+ * the client connection.  Every failure of a request that named an
+ * upstream is explained on the log: "upstream <name>: <why>".
  *
  * The configuration file is loaded at start if present and re-read when
  * its directory reports a change (inotify); a malformed file keeps the
@@ -58,13 +59,18 @@ struct ab_cred_proxy_config_s {
 	struct ab_cred_limits_s limits;
 	/* Configuration and failure lines; NULL for none. */
 	FILE *log;
+	/* A connection from the listener that could not be served (the event
+	 * loop refused it); NULL: a line on log. */
+	void (*report) (void *arg, const ab_error_t *err);
+	void *report_arg;
 };
 
 typedef struct ab_cred_proxy_s ab_cred_proxy_t;
 
 /* base: the loop to join, or NULL for a private one (ab_cred_proxy_run).
  * Loads the configuration file if it exists and starts watching its
- * directory (which must exist).  Ignores SIGPIPE process-wide. */
+ * directory (which must exist).  Leaves the process's signals alone (a
+ * write to a gone peer fails with EPIPE, relay.h). */
 ab_cred_proxy_t *ab_cred_proxy_new (struct event_base *base,
                                     const struct ab_cred_proxy_config_s *cfg, ab_error_t *err);
 void ab_cred_proxy_free (ab_cred_proxy_t *p);

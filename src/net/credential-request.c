@@ -1,34 +1,19 @@
-/* Request heads for the credential proxy: read and parse (strictly,
- * http-head.h), then the checks in the order the contract fixes
+/* Request heads for the credential proxy, once the relay core read and
+ * parsed them (strictly, http-head.h): the checks in the order the contract fixes
  * (credential-proxy.h): configuration, token, path, upstream; then the
  * head sent upstream.  Every refusal is answered before a single byte
  * goes upstream. */
-#include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "net/credential-internal.h"
 #include "base/hex.h"
 #include "net/http-relay.h"
-#include "net/http-status.h"
 
 int
 ab_cp_answer (struct ab_cp_conn_s *c, int status, const char *body)
 {
-	ab_iobuf_free (&c->cout);
-	ab_iobuf_printf (&c->cout,
-	                 "HTTP/1.1 %d %s\r\n"
-	                 "content-type: text/plain\r\n"
-	                 "content-length: %zu\r\n"
-	                 "connection: close\r\n\r\n%s",
-	                 status, ab_http_status_text (status), strlen (body), body);
-	ab_cp_close_upstream (c);
 	ab_cp_req_release (c);
-	ab_iobuf_free (&c->uout);
-	ab_iobuf_free (&c->cin);
-	c->state = AB_CP_ST_CLOSING;
-	c->t_phase = ab_cp_now_us ();
-	return AB_CP_AGAIN;
+	return ab_relay_answer (&c->r, status, body);
 }
 
 /* ---- pure helpers --------------------------------------------------------- */
@@ -205,32 +190,23 @@ ab_cp_build_request (struct ab_iobuf_s *b, const struct ab_http_head_s *h,
 	ab_iobuf_append (b, "\r\n", 2);
 }
 
-/* ---- the head step -------------------------------------------------------- */
+/* ---- the request hook ---------------------------------------------------- */
 
-static int
-handle_request (struct ab_cp_conn_s *c, size_t head_len)
+int
+ab_cp_request (struct ab_relay_conn_s *rc, const struct ab_http_head_s *h, size_t head_len)
 {
-	ab_cred_proxy_t *p = c->proxy;
-	struct ab_http_head_s h = { .fields = p->fields };
-	struct ab_http_error_s e;
+	struct ab_cp_conn_s *c = ab_cp_conn (rc);
+	ab_cred_proxy_t *p = ab_cp_conn_proxy (c);
 	struct ab_cp_target_s t;
 	const char *tok;
 	size_t tok_len;
-	char reason[96];
+	int r;
 
-	memset (&c->rq, 0, sizeof c->rq);
-	c->head_scan = 0;
-	c->t_head_start = 0;
-	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &p->http_limits, &h, &e)
-	    < 0) {
-		snprintf (reason, sizeof reason, "%s\n", e.reason);
-		return ab_cp_answer (c, e.status, reason);
-	}
 	if (p->config == NULL)
 		return ab_cp_answer (c, 503, "credential configuration is not available yet\n");
-	if (!ab_cp_bearer (&h, &tok, &tok_len) || !ab_cred_token_ok (p->config, tok, tok_len))
+	if (!ab_cp_bearer (h, &tok, &tok_len) || !ab_cred_token_ok (p->config, tok, tok_len))
 		return ab_cp_answer (c, 401, "unauthorized\n");
-	switch (ab_cp_parse_target (h.target, h.target_len, &t)) {
+	switch (ab_cp_parse_target (h->target, h->target_len, &t)) {
 	case AB_CP_TARGET_OK: break;
 	case AB_CP_TARGET_TRAVERSAL:
 		return ab_cp_answer (c, 400, "path traversal is not allowed\n");
@@ -240,96 +216,11 @@ handle_request (struct ab_cp_conn_s *c, size_t head_len)
 	if (c->ups == NULL)
 		return ab_cp_answer (c, 404, "unknown upstream\n");
 	c->cfg = ab_cred_config_ref (p->config);
-	c->rq.version_minor = h.version_minor;
-	c->rq.is_head = ab_http_token_eq (h.method, h.method_len, "head");
-	/* HTTP/1.0 clients get one response per connection. */
-	c->rq.client_close = h.conn_close || h.version_minor == 0;
-	{
-		int r = ab_cp_forward_start (c, &h, &t);
-		/* The head's bytes are not needed any more (the fields pointing
-		 * into cin were copied into uout). */
-		if (c->state != AB_CP_ST_CLOSING)
-			ab_iobuf_consume (&c->cin, head_len);
-		return r;
-	}
-}
-
-int
-ab_cp_head_step (struct ab_cp_conn_s *c)
-{
-	const struct ab_http_limits_s *lim = &c->proxy->http_limits;
-	struct ab_http_error_s e;
-	char reason[96];
-
-	if (c->up != NULL)
-		ab_cp_check_idle (c);
-	for (;;) {
-		ssize_t n;
-
-		if (ab_iobuf_len (&c->cin) > 0) {
-			n = ab_http_head_end (ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
-			                      &c->head_scan, lim, &e);
-			if (n < 0) {
-				snprintf (reason, sizeof reason, "%s\n", e.reason);
-				return ab_cp_answer (c, e.status, reason);
-			}
-			if (n > 0)
-				return handle_request (c, (size_t)n);
-			if (c->t_head_start == 0)
-				c->t_head_start = ab_cp_now_us ();
-		}
-		if (!c->cs.rd)
-			return AB_CP_WAIT;
-		n = ab_stream_read_buf (&c->cs, &c->cin, 4096, lim->max_head);
-		if (n > 0) {
-			c->t_last = ab_cp_now_us ();
-			continue;
-		}
-		if (n < 0 && errno == EAGAIN) {
-			ab_iobuf_trim (&c->cin);
-			return AB_CP_WAIT;
-		}
-		if (n < 0 && errno == ENOBUFS)
-			return ab_cp_answer (c, 431, "request header fields too large\n");
-		return AB_CP_CLOSE; /* EOF or error between requests */
-	}
-}
-
-int
-ab_cp_closing_step (struct ab_cp_conn_s *c)
-{
-	char sink[4096];
-
-	while (ab_iobuf_len (&c->cout) > 0) {
-		ssize_t n;
-		if (!c->cs.wr)
-			return AB_CP_WAIT;
-		n = ab_stream_writev2 (&c->cs, &c->cout, NULL, 0);
-		if (n < 0 && errno == EAGAIN)
-			return AB_CP_WAIT;
-		if (n < 0)
-			return AB_CP_CLOSE;
-		ab_iobuf_consume (&c->cout, (size_t)n);
-	}
-	ab_iobuf_free (&c->cout);
-	/* Half-close, then read what the client still sends: closing with
-	 * unread bytes makes the kernel answer RST, which can destroy our
-	 * answer before the client reads it (RFC 9112 9.6). */
-	if (!c->c_shut) {
-		shutdown (c->cs.fd, SHUT_WR);
-		c->c_shut = true;
-	}
-	for (;;) {
-		ssize_t n;
-		if (!c->cs.rd)
-			return AB_CP_WAIT;
-		n = ab_stream_read (&c->cs, sink, sizeof sink);
-		if (n < 0 && errno == EAGAIN)
-			return AB_CP_WAIT;
-		if (n <= 0)
-			return AB_CP_CLOSE;
-		c->lingered += (size_t)n;
-		if (c->lingered > AB_CP_LINGER_BYTES)
-			return AB_CP_CLOSE;
-	}
+	rc->m.is_head = ab_http_token_eq (h->method, h->method_len, "head");
+	r = ab_cp_forward_start (c, h, &t);
+	/* The head's bytes are not needed any more (the fields pointing into
+	 * cin were copied into uout). */
+	if (rc->state != AB_RELAY_ST_CLOSING)
+		ab_iobuf_consume (&rc->cin, head_len);
+	return r;
 }

@@ -60,13 +60,17 @@ struct ab_egress_proxy_config_s {
 	/* Human decision lines ("CONNECT h:p -> addr", "GET h:p denied: why");
 	 * NULL for none. */
 	FILE *log;
+	/* A connection from the listener that could not be served (the event
+	 * loop refused it); NULL: a line on log. */
+	void (*report) (void *arg, const ab_error_t *err);
+	void *report_arg;
 };
 
 typedef struct ab_egress_proxy_s ab_egress_proxy_t;
 
 /* base: the event loop to join, or NULL for a private one (then use
- * ab_egress_proxy_run).  Ignores SIGPIPE process-wide: a peer that closes
- * must fail a write with EPIPE, not kill the proxy. */
+ * ab_egress_proxy_run).  Leaves the process's signals alone: a peer that
+ * closes fails a write with EPIPE, it never raises SIGPIPE (relay.h). */
 ab_egress_proxy_t *ab_egress_proxy_new (struct event_base *base,
                                         const struct ab_egress_proxy_config_s *cfg,
                                         ab_error_t *err);

@@ -1,8 +1,10 @@
-/* Request heads: read and parse, find the target, ask the policy, resolve
- * once, vet every answer, dial a vetted literal; refuse with a clear
- * answer otherwise.  SECURITY.md, the network edge, is the spec: the
- * decision is on the address dialed, and the name is never resolved
- * again after the answers were vetted (DNS rebinding). */
+/* Request heads: find the target, ask the policy, resolve once, vet every
+ * answer, dial a vetted literal, and write the head sent upstream; refuse
+ * with a clear answer otherwise.  SECURITY.md, the network edge, is the
+ * spec: the decision is on the address dialed, and the name is never
+ * resolved again after the answers were vetted (DNS rebinding).  Reading
+ * and parsing the head, the bodies and the response are the relay core's
+ * (relay.h). */
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -13,7 +15,7 @@
 
 #include "base/xalloc.h"
 #include "net/egress-internal.h"
-#include "net/http-status.h"
+#include "net/http-relay.h"
 
 /* Longest authority we hand to the policy parser: a 253-character name,
  * brackets, colon and port; anything longer is refused as such. */
@@ -45,7 +47,7 @@ log_decision (const struct ab_egress_conn_s *c, const char *sep, const char *wha
 	char line[AB_HOST_MAX + AB_EGRESS_REASON_MAX + 64];
 	int n;
 
-	if (c->proxy->cfg.log == NULL)
+	if (ab_egress_conn_proxy (c)->cfg.log == NULL)
 		return;
 	n = snprintf (line, sizeof line, "%s %s%s%s\n", c->rq.method[0] ? c->rq.method : "-",
 	              req_label (c, label, sizeof label), sep, what);
@@ -54,7 +56,7 @@ log_decision (const struct ab_egress_conn_s *c, const char *sep, const char *wha
 		line[n - 1] = '\n';
 	}
 	if (n > 0)
-		ab_egress_log (c->proxy, line, (size_t)n);
+		ab_egress_log (ab_egress_conn_proxy (c), line, (size_t)n);
 }
 
 void
@@ -70,34 +72,23 @@ ab_egress_audit_done (struct ab_egress_conn_s *c)
 		.addr = rq->addr_text[0] ? rq->addr_text : NULL,
 		.allowed = rq->verdict.allowed,
 		.reason = rq->verdict.reason[0] ? rq->verdict.reason : NULL,
-		.status = rq->status,
-		.error = rq->error[0] ? rq->error : NULL,
-		.bytes_up = rq->bytes_up,
-		.bytes_down = rq->bytes_down,
-		.duration_us = ab_egress_now_us () - rq->t_start_us,
+		.status = c->r.m.status,
+		.error = c->r.m.error[0] ? c->r.m.error : NULL,
+		.bytes_up = c->r.m.bytes_up,
+		.bytes_down = c->r.m.bytes_down,
+		.duration_us = ab_relay_now_us () - rq->t_start_us,
 	};
 
-	ab_audit_write (c->proxy->cfg.audit, &rec);
+	ab_audit_write (ab_egress_conn_proxy (c)->cfg.audit, &rec);
 }
 
-static void
-req_reset (struct ab_egress_conn_s *c)
+void
+ab_egress_req_reset (struct ab_egress_conn_s *c)
 {
 	free (c->rq.cands);
 	memset (&c->rq, 0, sizeof c->rq);
 	clock_gettime (CLOCK_REALTIME, &c->rq.t_real);
-	c->rq.t_start_us = ab_egress_now_us ();
-}
-
-static void
-enter_closing (struct ab_egress_conn_s *c)
-{
-	ab_egress_tunnel_release (c);
-	ab_egress_conn_close_upstream (c);
-	ab_iobuf_free (&c->uout);
-	ab_iobuf_free (&c->cin);
-	c->state = AB_EG_ST_CLOSING;
-	c->t_phase = ab_egress_now_us ();
+	c->rq.t_start_us = ab_relay_now_us ();
 }
 
 int
@@ -111,30 +102,41 @@ ab_egress_refuse (struct ab_egress_conn_s *c, int status, bool denied, const cha
 		if (reason != rq->verdict.reason)
 			snprintf (rq->verdict.reason, sizeof rq->verdict.reason, "%s", reason);
 		log_decision (c, status == 403 ? " denied: " : " rejected: ", reason);
-	} else if (reason != rq->error) {
-		snprintf (rq->error, sizeof rq->error, "%s", reason);
+	} else if (reason != c->r.m.error) {
+		snprintf (c->r.m.error, sizeof c->r.m.error, "%s", reason);
 	}
-	if (rq->resp_started) {
+	if (c->r.m.resp_started) {
 		/* The client already has part of a response: all it can get now
 		 * is a connection that ends early. */
 		ab_egress_audit_done (c);
-		return AB_EG_CLOSE;
+		return AB_RELAY_CLOSE;
 	}
 	if (status == 403)
 		snprintf (body, sizeof body, "egress denied: %s\n", reason);
 	else
 		snprintf (body, sizeof body, "%s\n", reason);
-	rq->status = status;
-	ab_iobuf_free (&c->cout);
-	ab_iobuf_printf (&c->cout,
-	                 "HTTP/1.1 %d %s\r\n"
-	                 "content-type: text/plain; charset=utf-8\r\n"
-	                 "content-length: %zu\r\n"
-	                 "connection: close\r\n\r\n%s",
-	                 status, ab_http_status_text (status), strlen (body), body);
+	c->r.m.status = status;
 	ab_egress_audit_done (c);
-	enter_closing (c);
-	return AB_EG_AGAIN;
+	return ab_relay_answer (&c->r, status, body);
+}
+
+int
+ab_egress_fail (struct ab_relay_conn_s *rc, ab_relay_fail_kind kind, int status, const char *reason)
+{
+	struct ab_egress_conn_s *c = ab_egress_conn (rc);
+
+	/* A head that did not parse has no request of its own yet. */
+	if (rc->state == AB_RELAY_ST_HEAD)
+		ab_egress_req_reset (c);
+	switch (kind) {
+	case AB_RELAY_FAIL_CLIENT: return ab_egress_refuse (c, status, true, reason);
+	case AB_RELAY_FAIL_UPSTREAM: return ab_egress_refuse (c, status, false, reason);
+	case AB_RELAY_FAIL_LOST: break;
+	}
+	if (reason != rc->m.error)
+		snprintf (rc->m.error, sizeof rc->m.error, "%s", reason);
+	ab_egress_audit_done (c);
+	return AB_RELAY_CLOSE;
 }
 
 /* Dial the next vetted candidate; every one of them passed the policy. */
@@ -156,49 +158,52 @@ dial_next (struct ab_egress_conn_s *c)
 		fd = socket (ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd >= 0
 		    && (connect (fd, (struct sockaddr *)&ss, sl) == 0 || errno == EINPROGRESS)) {
-			c->ufd = fd;
+			c->ustream.fd = fd;
 			if (ab_egress_conn_watch_upstream (c) < 0)
 				return ab_egress_refuse (c, 502, false,
 				                         "cannot watch upstream socket");
 			log_decision (c, " -> ", rq->addr_text);
-			c->state = AB_EG_ST_DIAL;
-			c->t_phase = ab_egress_now_us ();
-			return AB_EG_AGAIN;
+			c->resolving = false;
+			c->r.state = AB_RELAY_ST_CONNECT;
+			c->r.t_phase = ab_relay_now_us ();
+			return AB_RELAY_AGAIN;
 		}
-		snprintf (rq->error, sizeof rq->error, "connect to %s: %s", rq->addr_text,
+		snprintf (c->r.m.error, sizeof c->r.m.error, "connect to %s: %s", rq->addr_text,
 		          strerror (errno));
 		if (fd >= 0)
 			close (fd);
 	}
-	return ab_egress_refuse (c, 502, false, rq->error[0] ? rq->error : "no address to dial");
+	return ab_egress_refuse (c, 502, false,
+	                         c->r.m.error[0] ? c->r.m.error : "no address to dial");
 }
 
 int
-ab_egress_dial_step (struct ab_egress_conn_s *c)
+ab_egress_connect_step (struct ab_relay_conn_s *rc)
 {
+	struct ab_egress_conn_s *c = ab_egress_conn (rc);
 	int e = 0;
 	socklen_t el = sizeof e;
 
-	if (!c->u_wr && !c->u_rd)
-		return AB_EG_WAIT;
-	if (getsockopt (c->ufd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+	if (c->resolving || (!c->ustream.wr && !c->ustream.rd))
+		return AB_RELAY_WAIT; /* the resolver's callback moves on */
+	if (getsockopt (c->ustream.fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
 		e = errno;
-	if (e == 0 && !c->u_wr)
-		return AB_EG_WAIT; /* readable before writable: not connected yet */
+	if (e == 0 && !c->ustream.wr)
+		return AB_RELAY_WAIT; /* readable before writable: not connected yet */
 	if (e != 0) {
-		snprintf (c->rq.error, sizeof c->rq.error, "connect to %s: %s", c->rq.addr_text,
+		snprintf (c->r.m.error, sizeof c->r.m.error, "connect to %s: %s", c->rq.addr_text,
 		          strerror (e));
 		ab_egress_conn_close_upstream (c);
 		return dial_next (c);
 	}
-	ab_egress_set_nodelay (c->ufd);
+	ab_relay_set_nodelay (c->ustream.fd);
 	if (c->rq.is_connect)
 		return ab_egress_tunnel_start (c);
 	snprintf (c->up_host, sizeof c->up_host, "%s", c->rq.hp.host);
 	c->up_port = c->rq.hp.port;
 	snprintf (c->up_addr, sizeof c->up_addr, "%s", c->rq.addr_text);
-	c->state = AB_EG_ST_FORWARD;
-	return AB_EG_AGAIN;
+	c->r.state = AB_RELAY_ST_FORWARD;
+	return AB_RELAY_AGAIN;
 }
 
 static void
@@ -209,10 +214,11 @@ on_resolved (void *arg, const struct ab_resolve_result_s *res)
 	char why[AB_EGRESS_REASON_MAX];
 
 	c->rjob = NULL;
+	c->resolving = false;
 	if (res->gai_error != 0) {
 		snprintf (why, sizeof why, "cannot resolve %s: %s", rq->hp.host,
 		          gai_strerror (res->gai_error));
-		ab_egress_conn_continue (c, ab_egress_refuse (c, 502, false, why));
+		ab_relay_conn_continue (&c->r, ab_egress_refuse (c, 502, false, why));
 		return;
 	}
 	/* Every answer is vetted: one bad answer denies the name, so an
@@ -222,8 +228,8 @@ on_resolved (void *arg, const struct ab_resolve_result_s *res)
 		struct ab_egress_verdict_s v;
 		if (!ab_egress_check_ab_addr (c->policy, &res->addrs[i], &v)) {
 			rq->verdict = v;
-			ab_egress_conn_continue (
-			        c, ab_egress_refuse (c, 403, true, rq->verdict.reason));
+			ab_relay_conn_continue (
+			        &c->r, ab_egress_refuse (c, 403, true, rq->verdict.reason));
 			return;
 		}
 		if (i == 0)
@@ -232,7 +238,7 @@ on_resolved (void *arg, const struct ab_resolve_result_s *res)
 	rq->cands = xmalloc (res->n * sizeof *rq->cands);
 	memcpy (rq->cands, res->addrs, res->n * sizeof *rq->cands);
 	rq->n_cands = res->n;
-	ab_egress_conn_continue (c, dial_next (c));
+	ab_relay_conn_continue (&c->r, dial_next (c));
 }
 
 static int
@@ -240,18 +246,20 @@ start_resolve (struct ab_egress_conn_s *c)
 {
 	ab_error_t err = AB_ERROR_INIT;
 
-	c->rjob = ab_resolver_submit (c->proxy->resolver, c->rq.hp.host, on_resolved, c, &err);
+	c->rjob = ab_resolver_submit (ab_egress_conn_proxy (c)->resolver, c->rq.hp.host,
+	                              on_resolved, c, &err);
 	if (c->rjob == NULL)
 		return ab_egress_refuse (c, 503, false, "resolver busy");
-	c->state = AB_EG_ST_RESOLVE;
-	c->t_phase = ab_egress_now_us ();
-	return AB_EG_WAIT;
+	c->resolving = true;
+	c->r.state = AB_RELAY_ST_CONNECT;
+	c->r.t_phase = ab_relay_now_us ();
+	return AB_RELAY_WAIT;
 }
 
 static bool
 can_reuse_upstream (const struct ab_egress_conn_s *c)
 {
-	return !c->rq.is_connect && c->ufd >= 0 && c->up_reusable && c->up_port == c->rq.hp.port
+	return !c->rq.is_connect && c->r.us != NULL && c->r.up_idle && c->up_port == c->rq.hp.port
 	       && strcmp (c->up_host, c->rq.hp.host) == 0;
 }
 
@@ -268,9 +276,9 @@ decide (struct ab_egress_conn_s *c)
 		 * dialed at was vetted for this very name. */
 		snprintf (rq->addr_text, sizeof rq->addr_text, "%s", c->up_addr);
 		log_decision (c, " -> ", rq->addr_text);
-		c->up_reusable = false;
-		c->state = AB_EG_ST_FORWARD;
-		return AB_EG_AGAIN;
+		c->r.up_idle = false;
+		c->r.state = AB_RELAY_ST_FORWARD;
+		return AB_RELAY_AGAIN;
 	}
 	ab_egress_conn_close_upstream (c);
 	if (rq->hp.kind != AB_HOST_NAME) {
@@ -309,11 +317,35 @@ connect_request (struct ab_egress_conn_s *c, const struct ab_http_head_s *h)
 	if (h->has_content_length || h->has_transfer_encoding)
 		return ab_egress_refuse (c, 400, true, "CONNECT with a body");
 	if (parse_authority (c, h->target, h->target_len, 0) != 0)
-		return AB_EG_AGAIN;
+		return AB_RELAY_AGAIN;
 	if (!c->rq.hp.has_port)
 		return ab_egress_refuse (c, 403, true, "invalid port");
-	ab_iobuf_consume (&c->cin, h->head_len);
+	ab_iobuf_consume (&c->r.cin, h->head_len);
 	return decide (c);
+}
+
+/* The head sent upstream: origin form, Host from the URL (RFC 9112 3.2.2:
+ * a proxy replaces Host with the target URI's authority), hop-by-hop
+ * fields removed, framing regenerated from what the parser understood. */
+static void
+forward_prepare (struct ab_egress_conn_s *c, const struct ab_http_head_s *h, const char *path,
+                 size_t path_len)
+{
+	const struct ab_hostport_s *hp = &c->rq.hp;
+	struct ab_iobuf_s *b = &c->r.uout;
+
+	ab_iobuf_free (b);
+	ab_iobuf_printf (b, "%s %s%.*s HTTP/1.%d\r\n", c->rq.method,
+	                 path_len == 0 || path[0] == '?' ? "/" : "", (int)path_len, path,
+	                 h->version_minor);
+	ab_iobuf_printf (b, hp->kind == AB_HOST_IPV6 ? "Host: [%s]" : "Host: %s", hp->host);
+	if (hp->port != 80)
+		ab_iobuf_printf (b, ":%u", (unsigned)hp->port);
+	ab_iobuf_append (b, "\r\n", 2);
+	ab_http_append_fields (b, h, AB_HTTP_F_HOP | AB_HTTP_F_HOST | AB_HTTP_F_FRAMING);
+	ab_http_append_framing (b, h->body, h->has_content_length, h->content_length);
+	ab_iobuf_append (b, "\r\n", 2);
+	ab_relay_forward_begin (&c->r, h);
 }
 
 static int
@@ -330,141 +362,59 @@ absolute_request (struct ab_egress_conn_s *c, const struct ab_http_head_s *h)
 	case AB_URI_INVALID: return ab_egress_refuse (c, 400, true, "invalid absolute URI");
 	}
 	if (parse_authority (c, u.authority, u.authority_len, 80) != 0)
-		return AB_EG_AGAIN;
-	ab_egress_forward_prepare (c, h, u.path, u.path_len);
-	ab_iobuf_consume (&c->cin, h->head_len);
+		return AB_RELAY_AGAIN;
+	forward_prepare (c, h, u.path, u.path_len);
+	ab_iobuf_consume (&c->r.cin, h->head_len);
 	return decide (c);
 }
 
-static int
-handle_request (struct ab_egress_conn_s *c, size_t head_len)
+int
+ab_egress_request (struct ab_relay_conn_s *rc, const struct ab_http_head_s *h, size_t head_len)
 {
-	struct ab_http_head_s h = { .fields = c->proxy->fields };
-	struct ab_http_error_s e;
+	struct ab_egress_conn_s *c = ab_egress_conn (rc);
 
-	req_reset (c);
-	c->head_scan = 0;
-	c->t_head_start = 0;
-	if (ab_http_parse_request (ab_iobuf_peek (&c->cin), head_len, &c->proxy->http_limits, &h,
-	                           &e)
-	    < 0)
-		return ab_egress_refuse (c, e.status, true, e.reason);
-	snprintf (c->rq.target, sizeof c->rq.target, "%.*s", (int)h.target_len, h.target);
-	if (h.method_len >= AB_EG_METHOD_MAX)
+	(void)head_len;
+	ab_egress_req_reset (c);
+	snprintf (c->rq.target, sizeof c->rq.target, "%.*s", (int)h->target_len, h->target);
+	if (h->method_len >= AB_EG_METHOD_MAX)
 		return ab_egress_refuse (c, 501, true, "method not supported");
-	memcpy (c->rq.method, h.method, h.method_len);
-	c->rq.method[h.method_len] = '\0';
-	c->rq.version_minor = h.version_minor;
-	c->rq.is_head = strcmp (c->rq.method, "HEAD") == 0;
+	memcpy (c->rq.method, h->method, h->method_len);
+	c->rq.method[h->method_len] = '\0';
+	/* Methods are case-sensitive (RFC 9110 9.1). */
+	c->r.m.is_head = strcmp (c->rq.method, "HEAD") == 0;
 	if (strcmp (c->rq.method, "CONNECT") == 0)
-		return connect_request (c, &h);
-	return absolute_request (c, &h);
+		return connect_request (c, h);
+	return absolute_request (c, h);
 }
 
 int
-ab_egress_head_step (struct ab_egress_conn_s *c)
+ab_egress_timeout (struct ab_relay_conn_s *rc)
 {
-	const struct ab_http_limits_s *lim = &c->proxy->http_limits;
-	struct ab_http_error_s e;
+	struct ab_egress_conn_s *c = ab_egress_conn (rc);
 
-	if (c->ufd >= 0)
-		ab_egress_forward_check_idle (c);
-	for (;;) {
-		ssize_t n;
-
-		if (ab_iobuf_len (&c->cin) > 0) {
-			n = ab_http_head_end (ab_iobuf_peek (&c->cin), ab_iobuf_len (&c->cin),
-			                      &c->head_scan, lim, &e);
-			if (n < 0) {
-				req_reset (c);
-				return ab_egress_refuse (c, e.status, true, e.reason);
-			}
-			if (n > 0)
-				return handle_request (c, (size_t)n);
-			if (c->t_head_start == 0)
-				c->t_head_start = ab_egress_now_us ();
-		}
-		if (!c->c_rd)
-			return AB_EG_WAIT;
-		n = ab_egress_read (&c->cin, c->cfd, 4096, lim->max_head, &c->c_rd, c->c_hup);
-		if (n > 0) {
-			c->t_last = ab_egress_now_us ();
-			continue;
-		}
-		if (n < 0 && errno == EAGAIN) {
-			ab_iobuf_trim (&c->cin);
-			return AB_EG_WAIT;
-		}
-		return AB_EG_CLOSE; /* EOF or error between requests: nothing to answer */
-	}
-}
-
-int
-ab_egress_closing_step (struct ab_egress_conn_s *c)
-{
-	char sink[4096];
-
-	while (ab_iobuf_len (&c->cout) > 0) {
-		ssize_t n;
-		if (!c->c_wr)
-			return AB_EG_WAIT;
-		n = ab_egress_writev2 (c->cfd, &c->cout, NULL, 0);
-		if (n < 0 && errno == EAGAIN) {
-			c->c_wr = false;
-			return AB_EG_WAIT;
-		}
-		if (n < 0)
-			return AB_EG_CLOSE;
-		ab_iobuf_consume (&c->cout, (size_t)n);
-	}
-	ab_iobuf_free (&c->cout);
-	/* Half-close, then read what the client still sends: closing with
-	 * unread bytes would make the kernel answer RST, which can destroy our
-	 * response before the client reads it (RFC 9112 9.6). */
-	if (!c->c_shut) {
-		shutdown (c->cfd, SHUT_WR);
-		c->c_shut = true;
-	}
-	for (;;) {
-		ssize_t n;
-		if (!c->c_rd)
-			return AB_EG_WAIT;
-		n = read (c->cfd, sink, sizeof sink);
-		if (n < 0 && errno == EAGAIN) {
-			c->c_rd = false;
-			return AB_EG_WAIT;
-		}
-		if (n <= 0)
-			return AB_EG_CLOSE;
-		c->lingered += (size_t)n;
-		if (c->lingered > AB_EG_LINGER_BYTES)
-			return AB_EG_CLOSE;
-	}
-}
-
-int
-ab_egress_timeout (struct ab_egress_conn_s *c)
-{
-	switch (c->state) {
-	case AB_EG_ST_HEAD:
-		if (c->t_head_start == 0)
-			return AB_EG_CLOSE; /* idle keep-alive client */
-		req_reset (c);
+	switch (rc->state) {
+	case AB_RELAY_ST_HEAD:
+		if (rc->t_head_start == 0)
+			return AB_RELAY_CLOSE;    /* idle keep-alive client */
+		memset (&rc->m, 0, sizeof rc->m); /* nothing of the last exchange */
+		ab_egress_req_reset (c);
 		return ab_egress_refuse (c, 408, true, "request head timeout");
-	case AB_EG_ST_RESOLVE:
-		ab_resolve_cancel (c->proxy->resolver, c->rjob);
-		c->rjob = NULL;
-		return ab_egress_refuse (c, 502, false, "name resolution timed out");
-	case AB_EG_ST_DIAL:
-		snprintf (c->rq.error, sizeof c->rq.error, "connect to %s: timed out",
+	case AB_RELAY_ST_CONNECT:
+		if (c->resolving) {
+			ab_resolve_cancel (ab_egress_conn_proxy (c)->resolver, c->rjob);
+			c->rjob = NULL;
+			c->resolving = false;
+			return ab_egress_refuse (c, 502, false, "name resolution timed out");
+		}
+		snprintf (rc->m.error, sizeof rc->m.error, "connect to %s: timed out",
 		          c->rq.addr_text);
-		return ab_egress_refuse (c, 502, false, c->rq.error);
-	case AB_EG_ST_FORWARD: return ab_egress_refuse (c, 504, false, "upstream idle timeout");
-	case AB_EG_ST_TUNNEL:
-		snprintf (c->rq.error, sizeof c->rq.error, "idle timeout");
+		return ab_egress_refuse (c, 502, false, rc->m.error);
+	case AB_RELAY_ST_FORWARD: return ab_egress_refuse (c, 504, false, "upstream idle timeout");
+	case AB_RELAY_ST_TUNNEL:
+		snprintf (rc->m.error, sizeof rc->m.error, "idle timeout");
 		ab_egress_audit_done (c);
-		return AB_EG_CLOSE;
-	case AB_EG_ST_CLOSING: break;
+		return AB_RELAY_CLOSE;
+	case AB_RELAY_ST_CLOSING: break;
 	}
-	return AB_EG_CLOSE;
+	return AB_RELAY_CLOSE;
 }

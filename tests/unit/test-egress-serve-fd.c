@@ -4,7 +4,9 @@
  * test's own event loop; the origin is a TCP listener on 127.0.0.1 served
  * by a thread.  Checks: a forwarded request, a CONNECT tunnel through a
  * unix socket (splice or its fallback), a denial with the sandbox's own
- * policy, and the sandbox id in the audit lines. */
+ * policy, the sandbox id in the audit lines, and a client that hangs up
+ * while the proxy writes to it (EPIPE, never a SIGPIPE: the proxy leaves
+ * the process's signal dispositions alone). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -12,6 +14,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -279,6 +282,42 @@ test_sandbox_policy_denies (void **state)
 	close (sv[1]);
 }
 
+/* The echo sends back what the client wrote; the client is gone by then,
+ * so the proxy's writes fail with EPIPE.  SIGPIPE keeps its default
+ * action here: a write that raised it would end the test process. */
+static void
+test_client_gone_no_sigpipe (void **state)
+{
+	struct fixture_s *f = *state;
+	ab_error_t err = AB_ERROR_INIT;
+	static const char established[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+	char req[256], out[4096], big[65536];
+	struct sigaction sa;
+	int sv[2];
+	ssize_t n;
+
+	signal (SIGPIPE, SIG_DFL);
+	assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal (ab_egress_proxy_serve_fd (f->proxy, sv[0], "sb-gone", NULL, &err), 0);
+	snprintf (req, sizeof req,
+	          "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+	          f->origin.port);
+	assert_int_equal (write (sv[1], req, strlen (req)), (ssize_t)strlen (req));
+	pump (f, sv[1], out, sizeof out, sizeof established - 1 + sizeof origin_reply - 1);
+	memset (big, 'z', sizeof big);
+	fcntl (sv[1], F_SETFL, O_NONBLOCK);
+	n = write (sv[1], big, sizeof big);
+	assert_true (n > 0);
+	close (sv[1]);
+	for (int i = 0; i < 2000 && ab_egress_proxy_connections (f->proxy) > 0; i++) {
+		event_base_loop (f->base, EVLOOP_NONBLOCK);
+		usleep (1000);
+	}
+	assert_int_equal (ab_egress_proxy_connections (f->proxy), 0);
+	assert_int_equal (sigaction (SIGPIPE, NULL, &sa), 0);
+	assert_true (sa.sa_handler == SIG_DFL);
+}
+
 int
 main (void)
 {
@@ -286,6 +325,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_forward_over_socketpair, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_connect_over_socketpair, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_sandbox_policy_denies, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_client_gone_no_sigpipe, setup, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
