@@ -204,11 +204,23 @@ cmd_slowclaim (int argc, char **argv)
 		pause ();
 }
 
+/* The relay thread's last act: all it was given is with the agent. */
+static void
+relay_ended (void *ctx)
+{
+	char b = 1;
+
+	if (write (*(int *)ctx, &b, 1) < 0)
+		_exit (1);
+}
+
 static int
 cmd_blast (int argc, char **argv)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	static char buf[65536];
+	static int ended[2];
+	struct pollfd p;
 	ab_agent_conn_t *c;
 	size_t want, left;
 	uint32_t id;
@@ -221,7 +233,11 @@ cmd_blast (int argc, char **argv)
 	c = subscribe (argv[1], 0);
 	if (ab_agent_egress_next_ready (c, &id, &port, 20000, &err) <= 0)
 		fail (&err);
-	if ((fd = claim_fd (id, &err)) < 0)
+	if (pipe (ended) < 0) {
+		perror ("egressctl: pipe");
+		return 1;
+	}
+	if ((fd = ab_agent_egress_claim (sock_path, id, relay_ended, &ended[1], &err)) < 0)
 		fail (&err);
 	if (read (fd, buf, sizeof buf) <= 0)
 		return 1;
@@ -235,7 +251,13 @@ cmd_blast (int argc, char **argv)
 	close (fd);
 	printf ("sent %zu\n", want);
 	fflush (stdout);
-	sleep (5); /* the relay thread delivers the rest (this process must live) */
+	/* This process must live until the relay thread delivered the rest
+	 * (bounded: the test's own timeout is longer). */
+	p = (struct pollfd){ .fd = ended[0], .events = POLLIN };
+	if (poll (&p, 1, 60000) != 1) {
+		fprintf (stderr, "egressctl: the relay did not end in 60 s\n");
+		return 1;
+	}
 	ab_agent_close (c);
 	return 0;
 }

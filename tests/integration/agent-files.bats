@@ -56,12 +56,20 @@ teardown() {
 	writer=$!
 	"$CTL" -s "$SOCK" put /workspace/t <"$D/fifo" &
 	client=$!
-	sleep 0.5
+	# Half-way: the agent has its temporary file (10 s at most).
+	for i in $(seq 100); do
+		ls -A "$WS" | grep -q agentbox-upload && break
+		sleep 0.1
+	done
 	kill -9 "$client"
 	wait "$client" || true
 	kill "$writer"
 	wait "$writer" || true
-	sleep 0.2
+	# The agent sees the session end and removes it (10 s at most).
+	for i in $(seq 100); do
+		ls -A "$WS" | grep -q agentbox-upload || break
+		sleep 0.1
+	done
 	cmp "$WS/t" "$D/new"
 	[ -z "$(ls -A "$WS" | grep agentbox-upload)" ]
 	# Writing over a directory is refused; the parent must exist.
@@ -140,8 +148,10 @@ teardown() {
 	echo inside >"$WS/real/passwd"
 	ln -s real "$WS/flip"
 	# Flip flip between real (inside) and ../../etc (the sandbox's /etc)
-	# as fast as possible while the client reads and writes through it.
-	(end=$((SECONDS + 8)); while [ $SECONDS -lt $end ]; do
+	# as fast as possible while the client reads and writes through it,
+	# until killed below (however long the 150 calls take on a loaded
+	# host; 100 s only so that it cannot outlive a failed test for long).
+	(end=$((SECONDS + 100)); while [ $SECONDS -lt $end ]; do
 		ln -sfn ../../../../etc "$WS/flip.new" && mv -T "$WS/flip.new" "$WS/flip"
 		ln -sfn real "$WS/flip.new" && mv -T "$WS/flip.new" "$WS/flip"
 	done) &

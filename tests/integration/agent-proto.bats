@@ -156,12 +156,27 @@ for i in range(2):
 	run -0 ctl egress 3129 0
 }
 
+# The sandbox's `head` (a descendant of the agent) sleeps in a write.
+head_blocked() {
+	local p q
+	for p in $(pgrep -x head); do
+		q="$p"
+		while [ -n "$q" ] && [ "$q" -gt 1 ] && [ "$q" != "$AGENT_PID" ]; do
+			q="$(awk '/^PPid:/ { print $2 }' "/proc/$q/status" 2>/dev/null)"
+		done
+		[ "$q" = "$AGENT_PID" ] || continue
+		echo "head $p: $(cat "/proc/$p/wchan" 2>/dev/null)" >&2
+		[[ "$(cat "/proc/$p/wchan" 2>/dev/null)" == *write* ]] && return 0
+	done
+	return 1
+}
+
 @test "a client that stops reading: the process blocks, the agent's memory stays bounded" {
 	command -v python3 >/dev/null || skip "python3 not available"
 	[ -n "$AGENT_PID" ]
 	# Start a flood on a channel, pipeline PINGs, never read a byte.
 	cat >"$D/noread.py" <<'EOF'
-import socket, struct, sys, time
+import os, socket, struct, sys, time
 def rec(tag, val): return struct.pack(">HI", tag, len(val)) + val
 def u32(tag, v): return rec(tag, struct.pack(">I", v))
 def frame(t, ch, p): return struct.pack(">IHHI", len(p), t, 0, ch) + p
@@ -174,16 +189,30 @@ for i in range(100000):
         s.send(frame(61, 0, u32(30, 100 + i)), socket.MSG_DONTWAIT)
     except BlockingIOError:
         break
-time.sleep(float(sys.argv[2]))
+print("flooded", flush=True)
+# Hold the connection, unread, until the test is done with it (15 s at most).
+end = time.monotonic() + 15
+while not os.path.exists(sys.argv[2]) and time.monotonic() < end:
+    time.sleep(0.05)
 EOF
-	timeout 20 python3 "$D/noread.py" "$SOCK" 3 &
+	timeout 20 python3 "$D/noread.py" "$SOCK" "$D/release" >"$D/noread.out" &
 	client=$!
-	sleep 2
+	for ((i = 0; i < 100; i++)); do
+		grep -q flooded "$D/noread.out" && break
+		sleep 0.1
+	done
+	grep -q flooded "$D/noread.out"
+	# head blocked on its full output: the agent holds all it will hold
+	for ((i = 0; i < 100; i++)); do
+		head_blocked && break
+		sleep 0.1
+	done
 	run -0 ctl ps
 	[[ "$output" == *"running head -c 104857600"* ]]
 	rss=$(rss_kb "$AGENT_PID")
 	echo "agent VmRSS with a client that does not read: $rss kB" >&3
 	[ "$rss" -lt 16384 ]
+	touch "$D/release"
 	wait "$client"
 	run -0 ctl ping
 }

@@ -86,10 +86,11 @@ no_leak() {
 	rm -f "$CONFIG"
 	{
 		printf '{"threadToken": "%s", ' "$TOKEN"
-		sleep 0.5
+		sleep 0.5 # the scenario: half a document sits there for a while
 		printf '"upstreams": []}\n'
 	} >"$CONFIG"
 	wait_for "$T/cp.err" '^credential config loaded with upstreams \[\]$'
+	# A malformed line has no event to wait for: give a late one 0.2 s.
 	sleep 0.2
 	! grep -q malformed "$T/cp.err"
 }
@@ -319,6 +320,8 @@ no_leak() {
 	[ "$output" = 200 ]
 	# The file disappearing keeps the configuration too.
 	rm "$CONFIG"
+	# Nothing is logged for a removal, so there is no event to wait on:
+	# give the proxy 0.3 s to (wrongly) drop the configuration.
 	sleep 0.3
 	run ccurl -o /dev/null -w '%{http_code}' "$CP/solo/echo" -H "Authorization: Bearer new-token-123"
 	[ "$output" = 200 ]

@@ -109,6 +109,51 @@ agent_conns() {
 	echo $((n > 0 ? n - 1 : 0))
 }
 
+# sandbox_pid ID: a process of sandbox ID (the monitor's child), in its
+# namespaces.
+sandbox_pid() {
+	local mon
+	mon="$(api "/v1/sandboxes/$1" | jq -r .monitor_pid)"
+	pgrep -P "$mon" | head -n 1
+}
+
+# proxy_clients PID: TCP connections established to the egress listener
+# (port 3128) in the network namespace of PID, from the client side.
+proxy_clients() {
+	awk '$3 ~ /:0C38$/ && $4 == "01"' "/proc/$1/net/tcp" 2>/dev/null | wc -l
+}
+
+# wait_conns N CMD...: until CMD prints a number >= N (at most 20 s); sets
+# CONNS to the last number it printed.
+wait_conns() {
+	local want="$1" i
+	shift
+	for ((i = 0; i < 200; i++)); do
+		CONNS="$("$@")"
+		[ "$CONNS" -ge "$want" ] && return 0
+		sleep 0.1
+	done
+	echo "$*: wanted $want at least, got $CONNS" >&2
+	return 1
+}
+
+# end_hold PID: end the `sleep 20` running in the pid namespace of PID (it
+# holds a command back until the test lets it go); waits 10 s for it.
+end_hold() {
+	local ns p i
+	ns="$(readlink "/proc/$1/ns/pid")"
+	for ((i = 0; i < 100; i++)); do
+		for p in $(pgrep -x sleep); do
+			[ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 20 " ] || continue
+			kill -TERM "$p" && return 0
+		done
+		sleep 0.1
+	done
+	echo "no sleep 20 in the sandbox of $1" >&2
+	return 1
+}
+
 # at_least N CMD...: 1 when CMD prints a number >= N.
 at_least() {
 	local n="$1"
@@ -169,11 +214,14 @@ allowed_and_denied() {
 	allowed_and_denied "$id"
 	# and the daemon really claimed them on connections of their own: ten
 	# slow downloads hold ten agent connections besides the subscriber
+	sb="$(sandbox_pid "$id")"
 	ab exec "$id" -- sh -c 'for i in $(seq 10); do
 		curl -sS --max-time 30 -o /dev/null "http://127.0.0.2:8080/cgi-bin/slow?5" & done; wait' &
 	cl=$!
-	sleep 3
-	n="$(agent_conns "$id")"
+	# while all ten are connected
+	wait_conns 10 proxy_clients "$sb"
+	wait_conns 11 agent_conns "$id" || true
+	n="$CONNS"
 	wait "$cl"
 	echo "agent connections during 10 downloads: $n"
 	[ "$n" -ge 11 ]
@@ -183,10 +231,12 @@ allowed_and_denied() {
 	daemon_start 0
 	id="$(create_proxy)"
 	allowed_and_denied "$id"
+	sb="$(sandbox_pid "$id")"
 	ab exec "$id" -- sh -c 'for i in $(seq 10); do
 		curl -sS --max-time 30 -o /dev/null "http://127.0.0.2:8080/cgi-bin/slow?5" & done; wait' &
 	cl=$!
-	sleep 3
+	# while all ten are connected
+	wait_conns 10 proxy_clients "$sb"
 	n="$(agent_conns "$id")"
 	wait "$cl"
 	echo "agent connections during 10 downloads: $n"
@@ -216,19 +266,27 @@ allowed_and_denied() {
 	want="$(sha256sum <"$WWW/mid" | cut -d' ' -f1)"
 	daemon_start 1
 	id="$(create_proxy)"
+	sb="$(sandbox_pid "$id")"
+	# Each download lasts 8 s: all 50 are open at once for a while even on
+	# a loaded host; the counts are taken when they are (20 s at most).
 	ab exec "$id" -- sh -c '
 		for i in $(seq 50); do
-			curl -sS --max-time 60 -o /tmp/c$i "http://127.0.0.2:8080/cgi-bin/slow?4" &
+			curl -sS --max-time 60 -o /tmp/c$i "http://127.0.0.2:8080/cgi-bin/slow?8" &
 		done
-		sleep 2
 		# established connections to the egress listener, from the client side
-		awk "\$3 ~ /:0C38\$/ && \$4 == \"01\"" /proc/net/tcp | wc -l >/tmp/conc
+		for j in $(seq 200); do
+			c=$(awk "\$3 ~ /:0C38\$/ && \$4 == \"01\"" /proc/net/tcp | wc -l)
+			[ "$c" -ge 50 ] && break
+			sleep 0.1
+		done
+		echo "$c" >/tmp/conc
 		wait
 		echo "concurrent $(cat /tmp/conc)"
 		for i in $(seq 50); do sha256sum </tmp/c$i; done | sort | uniq -c' >"$T/out" 2>&1 &
 	cl=$!
-	sleep 2.5
-	n="$(agent_conns "$id")"
+	wait_conns 50 proxy_clients "$sb"
+	wait_conns 50 agent_conns "$id" || true
+	n="$CONNS"
 	wait "$cl"
 	cat "$T/out"
 	echo "agent connections: $n"
@@ -245,7 +303,8 @@ allowed_and_denied() {
 	run -0 ab exec "$id" -- sh -c '
 		curl -sS --max-time 60 -p --limit-rate 16k -o /tmp/slow http://127.0.0.2:8080/big &
 		slow=$!
-		sleep 1
+		# the slow one has started reading (10 s at most)
+		for j in $(seq 100); do [ -s /tmp/slow ] && break; sleep 0.1; done
 		start=$(date +%s%N)
 		curl -sS --max-time 30 -p http://127.0.0.2:8080/big | sha256sum
 		echo "fast_ms $(( ($(date +%s%N) - start) / 1000000 ))"
@@ -265,8 +324,19 @@ allowed_and_denied() {
 	# a first sandbox warms up what the daemon keeps for good
 	id="$(create_proxy)"
 	run -0 ab exec "$id" -- curl -sS --max-time 20 http://127.0.0.2:8080/
+	mon="$(api "/v1/sandboxes/$id" | jq -r .monitor_pid)"
 	[ "$(api "/v1/sandboxes/$id?force=1" -X DELETE -o /dev/null -w '%{http_code}')" = 204 ]
-	sleep 1
+	# The first sandbox wholly gone, and the daemon's threads settled: the
+	# same count over half a second (10 s at most).
+	wait_equal gone monitor_state "$mon"
+	wait_equal 0 agent_conns "$id"
+	local last="" same=0 i
+	for ((i = 0; i < 100 && same < 5; i++)); do
+		threads="$(daemon_threads)"
+		if [ "$threads" = "$last" ]; then same=$((same + 1)); else same=0; fi
+		last="$threads"
+		sleep 0.1
+	done
 	threads="$(daemon_threads)"
 	fds="$(daemon_fds)"
 	id="$(create_proxy)"
@@ -302,11 +372,15 @@ allowed_and_denied() {
 	daemon_start 1
 	id="$(create_proxy)"
 	run -0 ab exec "$id" -- curl -sS --max-time 20 http://127.0.0.2:8080/
-	# a client inside connects while no daemon is there to claim it
-	ab exec -d "$id" -- sh -c 'sleep 1; curl -sS --max-time 30 http://127.0.0.2:8080/ >/tmp/during 2>&1' >/dev/null
+	sb="$(sandbox_pid "$id")"
+	# a client inside connects while no daemon is there to claim it: it
+	# starts when the test ends its `sleep 20` (once the daemon is dead),
+	# and the daemon comes back once it is connected
+	ab exec -d "$id" -- sh -c 'sleep 20; curl -sS --max-time 30 http://127.0.0.2:8080/ >/tmp/during 2>&1' >/dev/null
 	kill -KILL "$DAEMON_PID"
 	wait "$DAEMON_PID" 2>/dev/null || true
-	sleep 2
+	end_hold "$sb"
+	wait_conns 1 proxy_clients "$sb"
 	daemon_start 1
 	run -0 ab exec "$id" -- sh -c 'for i in $(seq 100); do [ -s /tmp/during ] && break; sleep 0.1; done; cat /tmp/during'
 	[ "$output" = "hello from the origin" ]

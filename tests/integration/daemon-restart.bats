@@ -19,8 +19,9 @@ teardown() {
 	b="$(create '{"labels": {"n": "b"}}')"
 	pa="$(api "/v1/sandboxes/$a/exec" -d '{"cmd": "trap \"exit 9\" TERM; while :; do sleep 0.1; done", "detach": true}' | jq .pid)"
 	pb="$(api "/v1/sandboxes/$b/exec" -d '{"cmd": ["sleep", "300"], "detach": true}' | jq .pid)"
-	# A stream in flight when the daemon dies.
-	api "/v1/sandboxes/$b/exec" -N -d '{"cmd": "echo started; sleep 2; echo after-restart > /workspace/late"}' >"$D/ev" &
+	# A stream in flight when the daemon dies: it finishes only once the
+	# next daemon has written /workspace/go (20 s at most).
+	api "/v1/sandboxes/$b/exec" -N -d '{"cmd": "echo started; for i in $(seq 200); do [ -e /workspace/go ] && break; sleep 0.1; done; echo after-restart > /workspace/late"}' >"$D/ev" &
 	BG_PIDS+=($!)
 	wait_for "$D/ev" started
 	printf 'kept' | api "/v1/sandboxes/$a/files?path=/workspace/f" -T - >/dev/null
@@ -29,6 +30,7 @@ teardown() {
 	daemon_kill9
 	kill -0 "$mon_a"
 	daemon_start
+	printf go | api "/v1/sandboxes/$b/files?path=/workspace/go" -T - >/dev/null
 
 	run api /v1/sandboxes
 	[ "$(echo "$output" | jq -r '[.sandboxes[] | .state] | join(",")')" = running,running ]
@@ -39,7 +41,7 @@ teardown() {
 	run exec_wait "$a" '["echo", "new exec"]'
 	[ "$(echo "$output" | jq -r .stdout)" = "new exec" ]
 	# The process whose stream was cut finished its work in the sandbox.
-	for ((i = 0; i < 50; i++)); do
+	for ((i = 0; i < 150; i++)); do
 		[ "$(api_status "/v1/sandboxes/$b/files?path=/workspace/late")" = 200 ] && break
 		sleep 0.1
 	done
@@ -62,7 +64,7 @@ teardown() {
 	apid="$(agent_pid "$a")"
 	daemon_kill9
 	kill -KILL "$apid"
-	sleep 0.5
+	wait_until 100 pid_gone "$apid"
 	daemon_start
 	[ "$(api "/v1/sandboxes/$a" | jq -r .state)" = dead ]
 	[ "$(api "/v1/sandboxes/$b" | jq -r .state)" = running ]

@@ -20,9 +20,11 @@
 # /run/containerd/s, the cgroup parent) when they did not exist before and
 # are empty.
 #
-# Client: Debian's /usr/bin/docker (20.10, the daemon's own API version)
-# unless DOCKER is set.  A newer client elsewhere on PATH negotiates the
-# API version down by itself; the Debian one needs no negotiation.
+# Client: the docker on PATH (what a user of this machine runs: Debian's
+# 20.10, or a newer one such as 28.x in /usr/local/bin, which negotiates
+# the API version down to the daemon's by itself) unless DOCKER is set.
+# The tests read its output only through --format templates, -q and exit
+# codes, which both clients keep alike.
 #
 # When the daemon cannot start (no dockerd installed, or it fails here),
 # DOCKERD_WHY says why, with the end of its log; require_dockerd then skips
@@ -42,8 +44,6 @@ _dockerd_log_tail() {
 _dockerd_pick_client() {
 	if [ -n "${DOCKER:-}" ]; then
 		echo "$DOCKER"
-	elif [ -x /usr/bin/docker ]; then
-		echo /usr/bin/docker
 	else
 		command -v docker || true
 	fi

@@ -107,10 +107,11 @@ teardown() {
 	[ "$(stat -c %s "$T/out")" -eq 100000 ]
 	grep -qx "CONNECT 127.0.0.1:$WEB_PORT -> 127.0.0.1:$WEB_PORT" "$T/proxy.err"
 	# The exact success line, and bytes sent right after the head are forwarded.
+	n=$(wc -l <"$T/audit.log")
 	run -0 bash -c "printf 'CONNECT 127.0.0.1:$WEB_PORT HTTP/1.1\r\nHost: x\r\n\r\nGET /bytes/5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | nsenter -t $NS_PID -n -m -- $CLIENT raw $PROXY_PORT"
 	[[ "$output" == $'HTTP/1.1 200 Connection Established\r\n\r\nHTTP/1.1 200 OK\r\n'* ]]
 	[[ "$output" == *$'\r\n\r\n01234' ]]
-	sleep 0.2
+	audit_wait $((n + 1))
 	[ "$(audit_last .status)" = 200 ]
 	[ "$(audit_last .method)" = CONNECT ]
 	[ "$(audit_last .bytes_up)" -gt 0 ]
@@ -153,6 +154,7 @@ denied() {
 	[ "$(audit_last .status)" = 403 ]
 	[ "$(audit_last '.addr // "none"')" = none ]
 	# The same for CONNECT, with its own stderr line.
+	n=$(wc -l <"$T/audit.log")
 	run -0 bash -c "printf 'CONNECT 127.0.0.1:$WEB_PORT HTTP/1.1\r\nHost: x\r\n\r\n' | nsenter -t $NS_PID -n -m -- $CLIENT raw $PROXY_PORT"
 	[[ "$output" == "HTTP/1.1 403 Forbidden"$'\r\n'* ]]
 	# (run drops the body's final newline; content-length counts it)

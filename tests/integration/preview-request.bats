@@ -166,7 +166,8 @@ target() {
 	end=$(date +%s%N)
 	assert_error 504 "upstream timed out"
 	[ $(((end - start) / 1000000)) -ge 400 ]
-	[ $(((end - start) / 1000000)) -lt 5000 ]
+	# The 400 ms timeout, not the 30 s default: 10 s leaves a loaded host room.
+	[ $(((end - start) / 1000000)) -lt 10000 ]
 }
 
 @test "broken responses: 502 upstream response failed" {

@@ -33,7 +33,9 @@ teardown() {
 @test "--timeout gives 124 and ends the command early" {
 	local t0=$SECONDS
 	run -124 abrun --timeout 1s -- sleep 30
-	[ $((SECONDS - t0)) -le 4 ]
+	# The point: agentbox's own 1 s timeout, not the end of `sleep 30` nor
+	# abrun's 15 s bound (also 124); 10 s leaves a loaded host room.
+	[ $((SECONDS - t0)) -le 10 ]
 }
 
 @test "a command that is not executable gives 126" {
@@ -304,15 +306,40 @@ teardown() {
 	[[ "$(echo "$output" | crlf)" == *rc=0* ]]
 }
 
+# The typescript of pty_bg, for a command that waits on it itself.
+pty_ts() {
+	echo "$BATS_TEST_TMPDIR/pty.ts"
+}
+
+# pty_bg SHELL-COMMAND: like in_pty, in the background (PTY_PID), with the
+# terminal's output also in $PTY_TS as it comes (script -f) so the test can
+# wait for a line (anchored: its header holds the command line), and its
+# stdin the FIFO $PTY_IN, which the test may write
+# (script holds it open itself: it never sees EOF).
+pty_bg() {
+	PTY_IN="$BATS_TEST_TMPDIR/pty-in"
+	PTY_TS="$(pty_ts)"
+	[ -p "$PTY_IN" ] || mkfifo "$PTY_IN"
+	: >"$PTY_TS"
+	timeout -k 2 "$AB_CALL_TIMEOUT" script -qfec "$1" "$PTY_TS" <>"$PTY_IN" >"$BATS_TEST_TMPDIR/pty.out" 2>&1 &
+	PTY_PID=$!
+	BG_PIDS+=("$PTY_PID")
+}
+
 @test "-t: what is typed on the terminal reaches the command" {
-	run -5 bash -c '(sleep 0.5; printf "abc\n"; sleep 1) | timeout -k 2 5 script -qec "$0" /dev/null' \
-		"$AGENTBOX run --workspace $WS -t -- sh -c 'read x; echo got-\$x; exit 5'"
+	pty_bg "$AGENTBOX run --workspace $WS -t -- sh -c 'echo ready; read x; echo got-\$x; exit 5'"
+	# typed once the command reads the terminal
+	wait_for "$PTY_TS" '^ready' 100
+	printf 'abc\n' >"$PTY_IN"
+	bounded_wait "$PTY_PID" "$AB_CALL_TIMEOUT"
+	output="$(cat "$BATS_TEST_TMPDIR/pty.out")"
 	echo "$output"
+	[ "$WAIT_RC" -eq 5 ]
 	[[ "$(echo "$output" | crlf)" == *got-abc* ]]
 }
 
 @test "-t with stdin from a pipe: the data arrives (or a clean 125)" {
-	run timeout -k 2 5 bash -c 'printf "abc\n" | "$0" run --workspace "$1" -t -- sh -c "read x; echo got-\$x; exit 5"' \
+	run timeout -k 2 "$AB_CALL_TIMEOUT" bash -c 'printf "abc\n" | "$0" run --workspace "$1" -t -- sh -c "read x; echo got-\$x; exit 5"' \
 		"$AGENTBOX" "$WS"
 	echo "status=$status $output"
 	if [ "$status" -ne 125 ]; then
@@ -322,14 +349,27 @@ teardown() {
 }
 
 @test "-t: the window size is passed in and SIGWINCH is forwarded" {
-	run -0 in_pty "stty rows 40 cols 100; sh -c '$AGENTBOX run --workspace $WS -t -- /workspace/probe winch </dev/tty & sleep 1; stty cols 120; wait'"
-	output="$(echo "$output" | crlf)"
+	# resized once the probe has read the first size (10 s at most)
+	pty_bg "stty rows 40 cols 100; sh -c '$AGENTBOX run --workspace $WS -t -- /workspace/probe winch </dev/tty &
+		for i in \$(seq 100); do grep -q \"^winch: ready\" $(pty_ts) </dev/null && break; sleep 0.1; done; stty cols 120; wait'"
+	bounded_wait "$PTY_PID" "$AB_CALL_TIMEOUT"
+	[ "$WAIT_RC" -eq 0 ]
+	output="$(crlf <"$BATS_TEST_TMPDIR/pty.out")"
 	echo "$output"
 	echo "$output" | grep -qx 'winch: ready 40x100'
 	echo "$output" | grep -qx 'winch: changed 40x120'
 }
 
 # ---- signals ---------------------------------------------------------------------
+
+# runs_comm PID COMM: a descendant of PID is named COMM.
+runs_comm() {
+	local p
+	for p in $(descendants "$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
 
 # Start agentbox in the background with default signal dispositions (a
 # background job of a script starts with SIGINT ignored), wait for the
@@ -367,7 +407,8 @@ signal_roundtrip() {
 	pid=$!
 	BG_PIDS+=("$pid")
 	wait_for "$out" '^ready$'
-	sleep 0.2
+	# the shell has exec'd the sleep
+	wait_until 100 runs_comm "$pid" sleep
 	kill -TERM "$pid"
 	bounded_wait "$pid"
 	[ "$WAIT_RC" -eq 143 ]

@@ -358,3 +358,24 @@ crlf() {
 json_get() {
 	jq -c "$2" "$1"
 }
+
+# ---- bounded waits (tests audit) ----
+
+# wait_until TENTHS CMD...: poll CMD every 0.1 s until it succeeds, at most
+# TENTHS tenths of a second; 1 (saying what it waited for) when it never
+# did.  For a test that waits on an event: a pid gone, a file there.
+wait_until() {
+	local n="$1" i
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "waited $((n / 10)) s in vain for: $*" >&2
+	return 1
+}
+
+# pid_gone PID: PID no longer exists (reaped) or is a zombie.
+pid_gone() {
+	[ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}

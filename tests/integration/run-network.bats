@@ -75,21 +75,52 @@ in_netns() {
 	[ "$stderr" = "agentbox: egress options need --network proxy" ]
 }
 
+# The sandbox's command: says it is up in the workspace, then waits (10 s
+# at most) to be let go, so the host looks while it surely runs.
+HELD='touch /workspace/up; i=0; while [ ! -e /workspace/go ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done'
+
+# held_run ARGS...: abrun ARGS -- the held command in the background; returns
+# once it is up, with HELD_PID the command's host pid.
+held_run() {
+	local p i
+	rm -f "$WS/up" "$WS/go"
+	abrun "$@" -- sh -c "$HELD # $MARK" &
+	BG_PIDS+=($!)
+	HELD_PID=""
+	for ((i = 0; i < 100; i++)); do
+		if [ -e "$WS/up" ]; then
+			for p in $(marker_pids); do
+				[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sh ] && HELD_PID="$p"
+			done
+			[ -n "$HELD_PID" ] && return 0
+		fi
+		sleep 0.1
+	done
+	echo "the held command did not come up" >&2
+	return 1
+}
+
+# Whether PID sits in an agentbox-* group in any hierarchy.
+in_agentbox_cgroup() {
+	cgroup_dirs_of "$1" | grep -q '/agentbox-[^/]*$'
+}
+
 @test "--memory 0 --pids 0 lifts the limits: no cgroup is made for the sandbox" {
 	local before after
 	before="$(our_agentbox_cgroups | sort)"
-	abrun --memory 0 --pids 0 --json-result "$WS/r.json" -- sh -c 'sleep 1' &
-	BG_PIDS+=($!)
-	sleep 0.5
+	held_run --memory 0 --pids 0 --json-result "$WS/r.json"
 	after="$(our_agentbox_cgroups | sort)"
+	! in_agentbox_cgroup "$HELD_PID"
+	touch "$WS/go"
 	wait "${BG_PIDS[-1]}"
-	[ "$before" = "$after" ]
+	# Only additions count: other sessions' sandboxes come and go meanwhile.
+	[ -z "$(comm -13 <(echo "$before") <(echo "$after"))" ]
 	[ "$(jq -r .exit_code "$WS/r.json")" = 0 ]
 	# and with the default limits one is there while it runs
-	abrun --json-result "$WS/r2.json" -- sh -c 'sleep 1' &
-	BG_PIDS+=($!)
-	sleep 0.5
+	held_run --json-result "$WS/r2.json"
 	after="$(our_agentbox_cgroups | sort)"
+	in_agentbox_cgroup "$HELD_PID"
+	touch "$WS/go"
 	wait "${BG_PIDS[-1]}"
 	[ "$before" != "$after" ]
 }

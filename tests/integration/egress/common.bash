@@ -126,6 +126,24 @@ audit_last() {
 	tail -n 1 "$T/audit.log" | jq -r "$1"
 }
 
+# audit_wait N [TENTHS]: until the audit log has N lines at least (10 s):
+# a line is written when its tunnel or response has ended.
+audit_wait() {
+	local i
+	for ((i = 0; i < ${2:-100}; i++)); do
+		[ "$(wc -l <"$T/audit.log" 2>/dev/null || echo 0)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for $1 audit lines; the log holds:" >&2
+	cat "$T/audit.log" >&2 2>/dev/null || true
+	return 1
+}
+
+# proxy_fds: how many descriptors the proxy holds open.
+proxy_fds() {
+	ls "/proc/$PROXY_PID/fd" | wc -l
+}
+
 # rss_kib PID: resident memory of PID in KiB.
 rss_kib() {
 	awk '/^VmRSS:/ {print $2}' "/proc/$1/status"
