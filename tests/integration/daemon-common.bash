@@ -120,11 +120,12 @@ vm_rss_kib() {
 	awk '/^VmRSS/ { print $2 }' "/proc/$1/status"
 }
 
-# monitor_gone PID: the monitor ended (at most 3 s; a zombie waiting for
-# init to reap it counts as ended).
+# monitor_gone PID: the monitor ended (at most 10 s: a monitor tears its
+# sandbox down first, and runsc's teardown is slow on a loaded host; a
+# zombie waiting for init to reap it counts as ended).
 monitor_gone() {
 	local i
-	for ((i = 0; i < 30; i++)); do
+	for ((i = 0; i < 100; i++)); do
 		[ -e "/proc/$1" ] || return 0
 		grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null && return 0
 		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = agentbox-mon ] || return 0
