@@ -175,4 +175,8 @@ void ab_backend_set_service_exec (ab_service_exec_fn fn);
 #define AB_PROBE_CACHE_TTL_S 600
 void ab_backend_probe_cached (const struct ab_backend_ops_s *ops, struct ab_probe_result_s *result);
 
+/* Remove what sandboxes whose monitor was killed with SIGKILL left on the
+ * host (their cgroups); whatever a live sandbox still holds is skipped. */
+int ab_backend_sweep_stale (ab_error_t *err);
+
 #endif

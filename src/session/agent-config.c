@@ -5,14 +5,13 @@
 #include "backend/backend.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "isolate/rootfs.h"
 
 int
 ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab_error_t *err)
 {
 	cleanup_strv char **roots = NULL;
 	size_t n_rw;
-	cleanup_strv char **rw = ab_rootfs_rw_paths (spec, &n_rw);
+	cleanup_strv char **rw = ab_spec_rw_paths (spec, &n_rw);
 	struct ab_agent_config_s cfg = { .nofile = spec->limits.nofile };
 
 	if (spec->workspace)

@@ -8,7 +8,7 @@
 #include "spec/spec.h"
 
 /* File roots: the workspace and every writable mount; Landlock write paths
- * as the native backend's (ab_rootfs_rw_paths); the spec's RLIMIT_NOFILE. */
+ * as the native backend's (ab_spec_rw_paths); the spec's RLIMIT_NOFILE. */
 int ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab_error_t *err);
 
 #endif
