@@ -2,6 +2,7 @@
 #   make            build/agentbox and build/agentbox-agent
 #   make check      install what is missing, build, run every test (tests/check: two lanes
 #                   at a time, a table of suites at the end)
+#   make layers     check every #include in src/ against docs/architecture.md's layer table
 #   make demo       install what is missing, build, run the demonstration
 #   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
 #                   every backend against its raw tool (bench/backends)
@@ -136,6 +137,11 @@ clang-build:
 
 check: deps
 	tests/check $(BUILD)
+
+.PHONY: layers
+# Every #include edge in src/ against the layer table in docs/architecture.md.
+layers:
+	scripts/check-layers
 
 demo:
 	scripts/install-deps build
