@@ -2,6 +2,8 @@
 #   make            build/agentbox and build/agentbox-agent
 #   make check      install what is missing, build, run every test (tests/check: two lanes
 #                   at a time, a table of suites at the end)
+#   make layers     check every #include in src/ against docs/architecture.md's layer table
+#   make fuzz       build the libFuzzer harnesses (clang-14) and run each for FUZZ_SECONDS
 #   make demo       install what is missing, build, run the demonstration
 #   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
 #                   every backend against its raw tool (bench/backends)
@@ -136,6 +138,47 @@ clang-build:
 
 check: deps
 	tests/check $(BUILD)
+
+.PHONY: layers fuzz
+# Every #include edge in src/ against the layer table in docs/architecture.md.
+layers:
+	scripts/check-layers
+
+# libFuzzer harnesses (tests/fuzz/fuzz-NAME.c), each run for FUZZ_SECONDS on
+# a temporary copy of tests/fuzz/corpus/NAME.  The host sources are built
+# again with clang-14 and coverage instrumentation into an archive of
+# their own; each harness links only the objects it needs from it.
+FUZZ_CC      := clang-14
+FUZZ_SECONDS ?= 10
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_CFLAGS  := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unknown-warning-option -Isrc -I$(BUILD)/gen \
+	-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -MMD -MP
+FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz-*.c))
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/libagentbox-fuzz.a: $(HOST_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+	@echo "  AR      $@"
+	@rm -f $@ && $(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_BUILD)/libagentbox-fuzz.a
+	@echo "  LD      $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(HOST_LIBS)
+
+fuzz: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do \
+		name=$${f##*/fuzz-}; corpus=$$(mktemp -d); \
+		if [ -d tests/fuzz/corpus/$$name ]; then cp -r tests/fuzz/corpus/$$name/. $$corpus/; fi; \
+		echo "  FUZZ    $$name ($(FUZZ_SECONDS) s)"; \
+		if ! $$f -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=4096 \
+			-artifact_prefix=$(FUZZ_BUILD)/crash-$$name- $$corpus > $(FUZZ_BUILD)/$$name.log 2>&1; then \
+			tail -n 40 $(FUZZ_BUILD)/$$name.log; rm -rf $$corpus; \
+			echo "fuzz: $$name failed; input in $(FUZZ_BUILD)/crash-$$name-*"; exit 1; fi; \
+		grep -h '^Done' $(FUZZ_BUILD)/$$name.log | sed 's/^/          /'; rm -rf $$corpus; \
+	done
 
 demo:
 	scripts/install-deps build

@@ -8,12 +8,7 @@
 
 #include "base/error.h"
 #include "proto/exec-msg.h"
-
-/* The connection to the host is always this fd when the agent starts. */
-#define AB_AGENT_DOOR_FD 3
-/* In service mode: a listening unix socket; each accepted connection is a
- * session (docs/protocol-v2.md).  Absent in one-shot mode. */
-#define AB_AGENT_LISTEN_FD 4
+#include "proto/proto.h" /* AB_AGENT_DOOR_FD, AB_AGENT_LISTEN_FD */
 
 struct ab_child_s {
 	pid_t pid;

@@ -18,6 +18,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
+#include "isolate/cgroup.h"
 
 static const struct ab_backend_ops_s *const all_backends[] = {
 	&ab_backend_microvm, &ab_backend_gvisor, &ab_backend_native, &ab_backend_docker, NULL,
@@ -180,4 +181,10 @@ ab_backend_check (const struct ab_backend_ops_s *ops, ab_error_t *err)
 		return ab_error (err, 0, AB_E_INTERNAL, "%s: its monitor hooks are incomplete",
 		                 ops->name);
 	return 0;
+}
+
+int
+ab_backend_sweep_stale (ab_error_t *err)
+{
+	return ab_cgroup_sweep_stale (err);
 }

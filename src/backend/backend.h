@@ -163,9 +163,9 @@ void ab_backend_service_probe (const struct ab_backend_ops_s *ops,
 
 /* What a service-mode probe runs in its started sandbox: connect to
  * spec->service_socket, CONFIG from spec, run `true`, 0 when it exited 0.
- * The protocol v2 client lives above this layer, so it provides this
- * (session/agent-config.c registers it when it is linked in); until one
- * is registered, a service probe fails saying so. */
+ * The protocol v2 client lives above this layer, so the program registers
+ * it (agentbox's main: session's ab_session_probe_exec); until one is
+ * registered, a service probe fails saying so. */
 typedef int (*ab_service_exec_fn) (const struct ab_spec_s *spec, ab_error_t *err);
 void ab_backend_set_service_exec (ab_service_exec_fn fn);
 
@@ -174,5 +174,9 @@ void ab_backend_set_service_exec (ab_service_exec_fn fn);
  * /var/cache/agentbox for root), else probed now and cached. */
 #define AB_PROBE_CACHE_TTL_S 600
 void ab_backend_probe_cached (const struct ab_backend_ops_s *ops, struct ab_probe_result_s *result);
+
+/* Remove what sandboxes whose monitor was killed with SIGKILL left on the
+ * host (their cgroups); whatever a live sandbox still holds is skipped. */
+int ab_backend_sweep_stale (ab_error_t *err);
 
 #endif

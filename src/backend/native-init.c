@@ -14,12 +14,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
 #include "backend/agent-exe.h"
 #include "backend/native-internal.h"
 #include "base/fd.h"
 #include "base/sys.h"
 #include "isolate/rootfs.h"
+#include "proto/proto.h"
 
 static void __attribute__ ((noreturn)) init_fail (int sync_fd, const ab_error_t *err)
 {

@@ -1,7 +1,7 @@
 /* The functional probe of a service-mode backend (no protocol v1): start
  * a real sandbox, run `true` in it through protocol v2 and tear it down.
  * The protocol v2 part is the session layer's agent client, which sits
- * above backend/: it registers itself (ab_backend_set_service_exec). */
+ * above backend/: the program registers it (ab_backend_set_service_exec). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

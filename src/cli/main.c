@@ -2,10 +2,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/daemon.h"
+#include "session/agent-config.h"
 
 static const char usage[] =
         "usage: agentbox <command> [OPTIONS]\n"
@@ -81,6 +83,9 @@ main (int argc, char **argv)
 		ab_cli_report (&err);
 		return 125;
 	}
+	/* A service-mode backend's probe runs `true` through the session
+	 * layer's agent client, which sits above backend/. */
+	ab_backend_set_service_exec (ab_session_probe_exec);
 	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
 		if (strcmp (self, services[i].alias) == 0) {
 			ab_log_set_program (services[i].alias);

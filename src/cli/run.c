@@ -18,7 +18,6 @@
 #include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
-#include "isolate/rootfs.h"
 #include "policy/egress-policy.h"
 #include "cli/run-credentials.h"
 #include "session/cred-relay.h"
@@ -103,7 +102,7 @@ build_exec (const struct ab_spec_s *spec, bool tty, struct ab_exec_msg_s *m)
 	m->timeout_ms = spec->limits.timeout_ms;
 	m->grace_ms = spec->limits.kill_grace_ms;
 	m->nofile = spec->limits.nofile;
-	m->rw_paths = ab_rootfs_rw_paths (spec, &m->n_rw_paths);
+	m->rw_paths = ab_spec_rw_paths (spec, &m->n_rw_paths);
 }
 
 static int

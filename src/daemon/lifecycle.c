@@ -23,13 +23,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
-#include "isolate/cgroup.h"
-#include "isolate/rootfs.h"
 #include "spec/spec-json.h"
 
 #define MONITOR_EXIT_WAIT_MS 15000
@@ -432,7 +431,7 @@ ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
 		ab_rm_rf (ws);
 	}
 	/* A monitor killed with SIGKILL could not remove its cgroups. */
-	if (ab_cgroup_sweep_stale (&err) < 0)
+	if (ab_backend_sweep_stale (&err) < 0)
 		warn_step (b, "sweep stale cgroups", &err);
 	if (ab_box_save (d, b, &err) < 0)
 		warn_step (b, "save its state", &err);

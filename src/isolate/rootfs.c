@@ -312,27 +312,3 @@ ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error
 	rf->root_fd = -1;
 	return 0;
 }
-
-static void
-push_path (char ***v, size_t *n, const char *p)
-{
-	*v = xrealloc (*v, (*n + 2) * sizeof **v);
-	(*v)[(*n)++] = xstrdup (p);
-	(*v)[*n] = NULL;
-}
-
-char **
-ab_rootfs_rw_paths (const struct ab_spec_s *spec, size_t *n)
-{
-	char **v = NULL;
-
-	*n = 0;
-	push_path (&v, n, "/tmp");
-	push_path (&v, n, "/dev/shm");
-	if (spec->workspace)
-		push_path (&v, n, AB_WORKSPACE_DIR);
-	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (spec->mounts[i].kind != AB_MOUNT_RO_BIND)
-			push_path (&v, n, spec->mounts[i].destination);
-	return v;
-}

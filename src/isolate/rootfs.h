@@ -43,7 +43,4 @@ int ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_er
  * pivot_root. */
 int ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
 
-/* In-sandbox paths where the command may write (Landlock allowlist). */
-char **ab_rootfs_rw_paths (const struct ab_spec_s *spec, size_t *n);
-
 #endif

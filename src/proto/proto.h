@@ -22,6 +22,14 @@
 #define AB_PROTO_HEADER_SIZE 12
 #define AB_PROTO_MAX_PAYLOAD (1U << 20)
 
+/* Where a backend hands the agent its door when it execs it (part of the
+ * contract between every backend and PID 1, like the frames themselves):
+ * one-shot mode, the connection to the host is always this fd. */
+#define AB_AGENT_DOOR_FD 3
+/* In service mode: a listening unix socket; each accepted connection is a
+ * session (docs/protocol-v2.md).  Absent in one-shot mode. */
+#define AB_AGENT_LISTEN_FD 4
+
 enum ab_msg_type {
 	AB_MSG_HELLO = 1,   /* agent -> host: TAG_VERSION */
 	AB_MSG_EXEC = 2,    /* host -> agent: start the command */

@@ -60,7 +60,7 @@ struct ab_agent_config_s {
 	 * sandbox: the workspace and the read-write mounts).  Every file path
 	 * must lie beneath one of them. */
 	char *const *file_roots; /* NULL-terminated */
-	/* Where started processes may write (Landlock), as ab_rootfs_rw_paths. */
+	/* Where started processes may write (Landlock), as ab_spec_rw_paths. */
 	char *const *rw_paths; /* NULL-terminated */
 	uint64_t nofile;       /* RLIMIT_NOFILE of processes, 0 = inherit */
 	/* The sandbox user the file service acts as (filesystem uid/gid):

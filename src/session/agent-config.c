@@ -2,17 +2,15 @@
 
 #include <sys/wait.h>
 
-#include "backend/backend.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "isolate/rootfs.h"
 
 int
 ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab_error_t *err)
 {
 	cleanup_strv char **roots = NULL;
 	size_t n_rw;
-	cleanup_strv char **rw = ab_rootfs_rw_paths (spec, &n_rw);
+	cleanup_strv char **rw = ab_spec_rw_paths (spec, &n_rw);
 	struct ab_agent_config_s cfg = { .nofile = spec->limits.nofile };
 
 	if (spec->workspace)
@@ -29,10 +27,8 @@ ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab
 
 #define PROBE_EXEC_TIMEOUT_MS 20000
 
-/* A service-mode backend's functional probe (backend/probe-service.c):
- * configure the new sandbox as every session does and run `true`. */
-static int
-probe_exec (const struct ab_spec_s *spec, ab_error_t *err)
+int
+ab_session_probe_exec (const struct ab_spec_s *spec, ab_error_t *err)
 {
 	char *argv[] = { (char *)"true", NULL };
 	char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
@@ -64,14 +60,4 @@ probe_exec (const struct ab_spec_s *spec, ab_error_t *err)
 	}
 	ab_agent_close (c);
 	return r;
-}
-
-/* The backend layer cannot call up into this one; it gets the client
- * from here instead.  This object is in every program that configures an
- * agent (the CLI, the daemon), so the registration is there wherever a
- * service sandbox can be used at all. */
-__attribute__ ((constructor)) static void
-register_probe_exec (void)
-{
-	ab_backend_set_service_exec (probe_exec);
 }

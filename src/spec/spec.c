@@ -222,3 +222,21 @@ ab_spec_add_proxy_env (struct ab_spec_s *spec)
 	ab_spec_setenv (spec, "NO_PROXY=localhost,127.0.0.1,::1");
 	ab_spec_setenv (spec, "no_proxy=localhost,127.0.0.1,::1");
 }
+
+char **
+ab_spec_rw_paths (const struct ab_spec_s *spec, size_t *n)
+{
+	char **v = NULL;
+
+	ab_strv_push (&v, "/tmp");
+	ab_strv_push (&v, "/dev/shm");
+	if (spec->workspace)
+		ab_strv_push (&v, AB_WORKSPACE_DIR);
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (spec->mounts[i].kind != AB_MOUNT_RO_BIND)
+			ab_strv_push (&v, spec->mounts[i].destination);
+	*n = 0;
+	while (v[*n])
+		(*n)++;
+	return v;
+}

@@ -111,4 +111,9 @@ void ab_spec_add_mount (struct ab_spec_s *spec, ab_mount_kind kind, const char *
  * no duplicate destinations, non-empty argv. */
 int ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err);
 
+/* In-sandbox paths where the command may write (the Landlock allowlist
+ * every backend's agent applies): /tmp, /dev/shm, the workspace and every
+ * mount that is not a read-only bind.  NULL-terminated, *n entries. */
+char **ab_spec_rw_paths (const struct ab_spec_s *spec, size_t *n);
+
 #endif

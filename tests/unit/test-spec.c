@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "spec/spec.h"
 
@@ -382,6 +383,37 @@ test_add_mount_copies (void **state)
 	assert_null (spec.mounts);
 }
 
+/* The Landlock allowlist: /tmp and /dev/shm always, the workspace when
+ * there is one, every mount but a read-only bind. */
+static void
+test_rw_paths (void **state)
+{
+	struct ab_spec_s spec;
+	size_t n = 99;
+
+	ab_spec_init (&spec);
+	{
+		cleanup_strv char **v = ab_spec_rw_paths (&spec, &n);
+		assert_int_equal (n, 2);
+		assert_string_equal (v[0], "/tmp");
+		assert_string_equal (v[1], "/dev/shm");
+		assert_null (v[2]);
+	}
+	spec.workspace = xstrdup ("/srv/ws");
+	ab_spec_add_mount (&spec, AB_MOUNT_RO_BIND, "/srv/ro", "/ro", 0);
+	ab_spec_add_mount (&spec, AB_MOUNT_RW_BIND, "/srv/rw", "/rw", 0);
+	ab_spec_add_mount (&spec, AB_MOUNT_TMPFS, NULL, "/scratch", 1 << 20);
+	{
+		cleanup_strv char **v = ab_spec_rw_paths (&spec, &n);
+		assert_int_equal (n, 5);
+		assert_string_equal (v[2], AB_WORKSPACE_DIR);
+		assert_string_equal (v[3], "/rw");
+		assert_string_equal (v[4], "/scratch");
+		assert_null (v[5]);
+	}
+	ab_spec_free (&spec);
+}
+
 int
 main (void)
 {
@@ -389,6 +421,7 @@ main (void)
 		cmocka_unit_test (test_validate),
 		cmocka_unit_test (test_defaults),
 		cmocka_unit_test (test_add_mount_copies),
+		cmocka_unit_test (test_rw_paths),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
