@@ -218,11 +218,18 @@ assert_sandbox_gone() {
 		echo "/tmp:"; find /tmp -mindepth 1 -maxdepth 1 ! -path "/tmp/$(echo "${t#/tmp/}" | cut -d/ -f1)"
 		echo "/var/tmp:"; find /var/tmp -mindepth 1
 		echo "/dev/shm:"; find /dev/shm -mindepth 1'
-	run -0 timeout -k 2 60 unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$AGENTBOX"
+	# The binaries may live under /tmp (a clone there): copies under the
+	# test's own directory stay reachable.
+	local bin="$BATS_TEST_TMPDIR/bin" f
+	mkdir -p "$bin"
+	for f in "$AGENTBOX" "$AGENT_BIN" "$(dirname "$AGENTBOX")/agentbox-statx-shim.so"; do
+		[ -e "$f" ] && cp "$f" "$bin/"
+	done
+	run -0 timeout -k 2 60 unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$bin/agentbox"
 	echo "$output"
 	[ "$output" = "$(printf '/tmp:\n/var/tmp:\n/dev/shm:')" ]
 	# Without TMPDIR, agentbox would write to /tmp: the walls above hold.
-	run timeout -k 2 60 env -u TMPDIR unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$AGENTBOX"
+	run timeout -k 2 60 env -u TMPDIR unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$bin/agentbox"
 	echo "without TMPDIR: status $status: $output"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Read-only file system"* ]]
