@@ -244,9 +244,4 @@ void ab_metrics_add_bytes (const char *what, uint64_t n);
 void ab_metrics_inc (const char *what);
 char *ab_metrics_render (struct ab_daemon_s *d);
 
-/* --- digest.c --- */
-void ab_sha1 (const void *data, size_t len, uint8_t out[20]);
-void ab_sha256 (const void *data, size_t len, uint8_t out[32]);
-bool ab_digest_equal (const uint8_t *a, const uint8_t *b, size_t n);
-
 #endif

@@ -21,6 +21,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -240,7 +243,7 @@ load_token (struct ab_daemon_s *d, const char *path, ab_error_t *err)
 		                 MIN_TOKEN_LEN);
 	if (st.st_mode & 077)
 		ab_log (AB_LOG_WARN, "%s is readable by other users (chmod 600 it)", path);
-	ab_sha256 (buf, (size_t)n, d->token_digest);
+	SHA256 ((const unsigned char *)buf, (size_t)n, d->token_digest);
 	explicit_bzero (buf, sizeof buf);
 	d->has_token = true;
 	return 0;
@@ -258,8 +261,8 @@ authorized (struct ab_daemon_s *d, struct ab_http_io_s *io)
 	if (!d->has_token || !v || len <= sizeof scheme - 1
 	    || strncasecmp (v, scheme, sizeof scheme - 1) != 0)
 		return false;
-	ab_sha256 (v + sizeof scheme - 1, len - (sizeof scheme - 1), digest);
-	return ab_digest_equal (digest, d->token_digest, sizeof digest);
+	SHA256 ((const unsigned char *)v + sizeof scheme - 1, len - (sizeof scheme - 1), digest);
+	return CRYPTO_memcmp (digest, d->token_digest, sizeof digest) == 0;
 }
 
 static bool
