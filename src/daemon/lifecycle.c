@@ -319,7 +319,7 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 		ab_box_unref (d, b);
 		return -1;
 	}
-	b->created_ms = ab_now_ms ();
+	b->created_ms = (int64_t)ab_unix_ms ();
 	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
 	if (ab_box_cred_save (b, err) < 0 || ab_box_save (d, b, err) < 0
 	    || start_sandbox (d, b, err) < 0) {

@@ -20,14 +20,6 @@
 #define IN_MAX      (AB_PROTO_HEADER_SIZE + AB_PROTO_MAX_PAYLOAD + RECV_CHUNK)
 #define GRANT_BATCH (64U * 1024)
 
-uint64_t
-ab_ac_now_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int
 ab_ac_remaining (uint64_t deadline, int timeout_ms)
 {
@@ -35,7 +27,7 @@ ab_ac_remaining (uint64_t deadline, int timeout_ms)
 
 	if (timeout_ms < 0)
 		return -1;
-	now = ab_ac_now_ms ();
+	now = ab_mono_ms ();
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
@@ -266,7 +258,7 @@ route_buffered (ab_agent_conn_t *c, bool *routed, ab_error_t *err)
 int
 ab_ac_pump (ab_agent_conn_t *c, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	ab_error_t e = AB_ERROR_INIT;
 	bool routed = false;
 
@@ -411,7 +403,7 @@ ab_ac_poll_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, i
 int
 ab_ac_wait_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)c->timeout_ms;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)c->timeout_ms;
 	int rc = 0;
 
 	for (;;) {
@@ -498,7 +490,7 @@ static int
 handshake (ab_agent_conn_t *c, ab_error_t *err)
 {
 	int timeout = c->timeout_ms ? c->timeout_ms : 10000;
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)timeout;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)timeout;
 	struct ab_ac_frame_s *f;
 	struct ab_msg_s m;
 	int r;
@@ -651,7 +643,7 @@ int
 ab_agent_egress_next_port (ab_agent_conn_t *c, int *fd, uint16_t *port, int timeout_ms,
                            ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
 		int k;
