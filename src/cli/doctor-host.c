@@ -27,6 +27,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 
 #define KVM_PATH            "/dev/kvm"
@@ -300,16 +301,19 @@ docker_socket (const char **unsupported)
 static int
 docker_connect (const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	ab_error_t err = AB_ERROR_INIT;
 	struct timeval tv = { .tv_sec = DOCKER_TIMEOUT_S };
 	cleanup_close int s = -1;
+	struct sockaddr_un a;
+	socklen_t len;
 
-	if (strlen (path) >= sizeof a.sun_path)
+	if (ab_unix_addr (path, &a, &len, &err) < 0)
 		return errno = ENAMETOOLONG, -1;
-	memcpy (a.sun_path, path, strlen (path) + 1);
+	/* Not ab_unix_connect: the send timeout must be set before connect,
+	 * which it also bounds when the daemon's backlog is full. */
 	s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || setsockopt (s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0
-	    || connect (s, (struct sockaddr *)&a, sizeof a) < 0)
+	    || connect (s, (struct sockaddr *)&a, len) < 0)
 		return -1;
 	return steal_fd (&s);
 }

@@ -26,6 +26,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 
 #define IDLE_TIMEOUT_S 120 /* a keep-alive connection with nothing to say */
@@ -118,40 +119,40 @@ private_dir (const char *path, mode_t mode, ab_error_t *err)
 static int
 listen_unix (const char *path, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	cleanup_free char *dir = xstrdup (path);
 	cleanup_close int fd = -1;
 	char *slash = strrchr (dir, '/');
+	struct sockaddr_un sun;
+	socklen_t len;
 	struct stat st;
 	mode_t old;
-	int r;
 
-	if (path[0] != '/' || strlen (path) >= sizeof sun.sun_path)
+	if (path[0] != '/' || ab_unix_addr (path, &sun, &len, err) < 0)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "--socket %s: an absolute path of at most %zu bytes", path,
 		                 sizeof sun.sun_path - 1);
 	*slash = '\0';
 	if (slash != dir && private_dir (dir, 0700, err) < 0)
 		return -1;
-	strcpy (sun.sun_path, path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
 	if (lstat (path, &st) == 0) {
+		ab_error_t probe = AB_ERROR_INIT;
+		cleanup_close int live = -1;
+
 		if (!S_ISSOCK (st.st_mode))
 			return ab_error (err, EEXIST, AB_E_CONFLICT,
 			                 "%s exists and is not a socket", path);
-		if (connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0)
+		live = ab_unix_connect (path, &probe);
+		if (live >= 0)
 			return ab_error (err, 0, AB_E_CONFLICT,
 			                 "another agentbox serve is listening on %s", path);
 		unlink (path); /* a daemon that was killed left it */
-		close (fd);
-		fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	}
 	old = umask (0177); /* 0600 from the first instant, not after a chmod */
-	r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
+	fd = ab_unix_listen (path, 512, err);
 	umask (old);
-	if (r < 0 || chmod (path, 0600) < 0 || listen (fd, 512) < 0)
+	if (fd < 0)
+		return -1;
+	if (chmod (path, 0600) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
 	return steal_fd (&fd);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fd.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "session/agent-client-internal.h"
 
@@ -531,24 +532,11 @@ ab_agent_connect_fd (int fd, ab_error_t *err)
 ab_agent_conn_t *
 ab_agent_connect (const char *socket_path, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	int fd = ab_unix_connect (socket_path, err);
 
-	if (strlen (socket_path) >= sizeof sun.sun_path) {
-		ab_error (err, 0, AB_E_INVALID, "socket path %s is too long", socket_path);
-		return NULL;
-	}
-	strcpy (sun.sun_path, socket_path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		ab_error (err, errno, AB_E_SYSTEM, "socket");
-		return NULL;
-	}
-	if (connect (fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-		int e = errno;
-		close (fd);
-		ab_error (err, e, e == ENOENT || e == ECONNREFUSED ? AB_E_NOT_FOUND : AB_E_SYSTEM,
-		          "connect to the agent at %s", socket_path);
+		if (err->kind != AB_E_INVALID)
+			ab_error_wrap (err, "the agent");
 		return NULL;
 	}
 	return ab_agent_connect_fd (fd, err);
