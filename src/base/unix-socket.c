@@ -41,18 +41,29 @@ ab_unix_abstract_addr (const char *name, struct sockaddr_un *sun, socklen_t *len
 	return 0;
 }
 
+/* A fresh SOCK_STREAM | SOCK_CLOEXEC socket and the address for path. */
+static int
+unix_socket (const char *path, struct sockaddr_un *sun, socklen_t *len, ab_error_t *err)
+{
+	int fd;
+
+	if (ab_unix_addr (path, sun, len, err) < 0)
+		return -1;
+	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "socket");
+	return fd;
+}
+
 int
 ab_unix_connect (const char *path, ab_error_t *err)
 {
 	struct sockaddr_un sun;
 	socklen_t len;
-	cleanup_close int fd = -1;
+	cleanup_close int fd = unix_socket (path, &sun, &len, err);
 
-	if (ab_unix_addr (path, &sun, &len, err) < 0)
-		return -1;
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
+		return -1;
 	if (connect (fd, (struct sockaddr *)&sun, len) < 0)
 		return ab_error (err, errno,
 		                 errno == ENOENT || errno == ECONNREFUSED ? AB_E_NOT_FOUND
@@ -66,13 +77,10 @@ ab_unix_listen (const char *path, int backlog, ab_error_t *err)
 {
 	struct sockaddr_un sun;
 	socklen_t len;
-	cleanup_close int fd = -1;
+	cleanup_close int fd = unix_socket (path, &sun, &len, err);
 
-	if (ab_unix_addr (path, &sun, &len, err) < 0)
-		return -1;
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
+		return -1;
 	if (bind (fd, (struct sockaddr *)&sun, len) < 0 || listen (fd, backlog) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
 	return steal_fd (&fd);
