@@ -1,6 +1,8 @@
 /* Lazily armed deadlines: see lazy-timer.h. */
 #include "net/lazy-timer.h"
 
+#include "base/sys.h"
+
 struct timeval
 ab_tv_from_us (uint64_t us)
 {

@@ -11,16 +11,8 @@
 #include <stdint.h>
 #include <sys/time.h>
 
-#include "base/sys.h"
-
-/* Deadlines here are base/sys.h's ab_mono_us (): they must not jump with
- * the wall clock.  ab_mono_now_us is the old name, kept only until
- * egress-proxy.c and credential-proxy.c call ab_mono_us directly. */
-static inline uint64_t
-ab_mono_now_us (void)
-{
-	return ab_mono_us ();
-}
+/* Deadlines are base/sys.h's ab_mono_us (): they must not jump with the
+ * wall clock. */
 struct timeval ab_tv_from_us (uint64_t us);
 /* Make tev fire no later than deadline (monotonic microseconds); *armed_at
  * is when it fires now, 0 if not armed (the timer callback resets it). */
