@@ -105,7 +105,7 @@ static void on_expiry (struct ab_timer_s *t);
 static void
 arm_expiry (struct listener_s *l)
 {
-	uint64_t now = ab_now_ms ();
+	uint64_t now = ab_mono_ms ();
 
 	if (!l->stream || l->n_queued == 0) {
 		ab_timer_cancel (&l->expiry);
@@ -119,7 +119,7 @@ static void
 on_expiry (struct ab_timer_s *t)
 {
 	struct listener_s *l = t->ctx;
-	uint64_t now = ab_now_ms ();
+	uint64_t now = ab_mono_ms ();
 
 	while (l->n_queued && l->queued[0].expires_ms <= now)
 		drop_at (l, 0, true);
@@ -139,7 +139,7 @@ on_listen (struct ab_watch_s *w, uint32_t events)
 		l->queued[l->n_queued++] = (struct waiting_s){
 			.fd = c,
 			.id = next_conn_id (),
-			.expires_ms = ab_now_ms () + l->claim_ms,
+			.expires_ms = ab_mono_ms () + l->claim_ms,
 		};
 		if (l->n_queued == 1)
 			arm_expiry (l);
@@ -251,7 +251,7 @@ listener_for (uint16_t port, ab_error_t *err)
 static void
 subscribe (struct listener_s *l, struct ab_session_s *s, const struct ab_msg_s *m)
 {
-	uint64_t now = ab_now_ms ();
+	uint64_t now = ab_mono_ms ();
 
 	l->subscriber = s;
 	l->stream = m->egress_stream;

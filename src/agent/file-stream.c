@@ -225,7 +225,7 @@ create_temp (struct writer_s *w, ab_error_t *err)
 
 	for (int tries = 0; tries < 16; tries++) {
 		if (getrandom (&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-			rnd = (uint64_t)ab_now_ms () * 2654435761U + (uint64_t)tries;
+			rnd = (uint64_t)ab_mono_ms () * 2654435761U + (uint64_t)tries;
 		snprintf (w->tmp, sizeof w->tmp, ".agentbox-upload-%016llx",
 		          (unsigned long long)rnd);
 		w->fd = openat (w->dir, w->tmp,

@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/service.h"
+#include "base/unix-socket.h"
 
 #define MAX_ALLOWED_PEERS 4
 
@@ -51,23 +52,22 @@ ab_session_peer_allowed (int fd)
 int
 ab_agent_listen_path (const char *path, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun;
+	socklen_t len;
 	mode_t umask_was;
-	int fd, r = -1;
+	int fd;
 
-	if (strlen (path) >= sizeof sun.sun_path || path[0] != '/')
+	/* Checked before the unlink: a name that does not fit is not ours to remove. */
+	if (path[0] != '/' || ab_unix_addr (path, &sun, &len, err) < 0)
 		return ab_error (err, 0, AB_E_INVALID, "bad socket path %s", path);
-	strcpy (sun.sun_path, path);
 	unlink (path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	/* 0600 from the start through the umask (no window where it is wider);
 	 * a chmod after bind fails with EPERM on gVisor's host-backed sockets. */
 	umask_was = umask (0177);
-	if (fd >= 0)
-		r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
+	fd = ab_unix_listen (path, 128, err);
 	umask (umask_was);
-	if (r < 0 || listen (fd, 128) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
+	if (fd < 0)
+		return -1;
 	ab_session_allow_peer (0);
 	ab_session_allow_peer (1);
 	return fd;

@@ -34,14 +34,6 @@ ab_loop_init (ab_error_t *err)
 	return 0;
 }
 
-uint64_t
-ab_now_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int
 ab_loop_add (struct ab_watch_s *w, int fd, uint32_t events, ab_watch_fn cb, void *ctx)
 {
@@ -97,7 +89,7 @@ void
 ab_timer_arm (struct ab_timer_s *t, uint64_t in_ms, ab_timer_fn cb, void *ctx)
 {
 	ab_timer_cancel (t);
-	t->deadline_ms = ab_now_ms () + in_ms;
+	t->deadline_ms = ab_mono_ms () + in_ms;
 	t->cb = cb;
 	t->ctx = ctx;
 	t->armed = true;
@@ -125,7 +117,7 @@ ab_loop_after_batch (void (*fn) (void))
 static int
 next_timeout (void)
 {
-	uint64_t now = ab_now_ms (), min = UINT64_MAX;
+	uint64_t now = ab_mono_ms (), min = UINT64_MAX;
 
 	for (struct ab_timer_s *t = timers; t; t = t->next)
 		if (t->deadline_ms < min)
@@ -140,7 +132,7 @@ static void
 run_timers (void)
 {
 	for (;;) {
-		uint64_t now = ab_now_ms ();
+		uint64_t now = ab_mono_ms ();
 		struct ab_timer_s *t;
 		for (t = timers; t; t = t->next)
 			if (t->deadline_ms <= now)

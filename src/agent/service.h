@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "base/error.h"
+#include "base/sys.h"
 #include "proto/msg.h"
 
 /* ---- loop.c: epoll, timers, deferred frees ------------------------------ */
@@ -44,7 +45,6 @@ void ab_loop_set (struct ab_watch_s *w, uint32_t events);
 void ab_loop_del (struct ab_watch_s *w);
 void ab_timer_arm (struct ab_timer_s *t, uint64_t in_ms, ab_timer_fn cb, void *ctx);
 void ab_timer_cancel (struct ab_timer_s *t);
-uint64_t ab_now_ms (void);
 /* Free p after the current batch of events (callbacks of the same batch
  * may still hold it). */
 void ab_loop_defer_free (void *p);

@@ -23,6 +23,7 @@
 #include "agent/service.h"
 #include "agent/vm.h"
 #include "base/log.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "proto/mux-relay.h"
 
@@ -114,11 +115,11 @@ static const struct ab_mux_relay_ops_s ops = {
 static int
 listen_abstract (ab_error_t *err)
 {
-	int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd;
 
-	agent_addr.sun_family = AF_UNIX;
-	memcpy (agent_addr.sun_path + 1, AGENT_NAME, strlen (AGENT_NAME));
-	agent_len = (socklen_t)(offsetof (struct sockaddr_un, sun_path) + 1 + strlen (AGENT_NAME));
+	if (ab_unix_abstract_addr (AGENT_NAME, &agent_addr, &agent_len, err) < 0)
+		return -1;
+	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind (fd, (struct sockaddr *)&agent_addr, agent_len) < 0
 	    || listen (fd, 128) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "listen for sessions");

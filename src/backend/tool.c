@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sys.h"
+
 extern char **environ;
 
 /* Each of in, out, err_fd: an fd to dup, or -1 for /dev/null. */
@@ -55,25 +57,22 @@ ab_spawn_tool (char *const argv[], int in, int out, int err_fd, ab_error_t *err)
 }
 
 static int
-remaining_ms (const struct timespec *deadline)
+remaining_ms (uint64_t deadline_ms)
 {
-	struct timespec now;
-	clock_gettime (CLOCK_MONOTONIC, &now);
-	long long ms = (deadline->tv_sec - now.tv_sec) * 1000LL
-	               + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-	return ms < 0 ? 0 : (int)ms;
+	uint64_t now = ab_mono_ms ();
+	return now >= deadline_ms ? 0 : (int)(deadline_ms - now);
 }
 
 /* Read until EOF or the deadline; keeps at most cap-1 bytes, drains the rest. */
 static bool
-collect_output (int fd, char *out, size_t cap, const struct timespec *deadline)
+collect_output (int fd, char *out, size_t cap, uint64_t deadline_ms)
 {
 	size_t n = 0;
 	char sink[4096];
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int left = remaining_ms (deadline);
+		int left = remaining_ms (deadline_ms);
 		ssize_t r;
 		if (left == 0 || poll (&p, 1, left) == 0)
 			return false;
@@ -96,7 +95,6 @@ collect_output (int fd, char *out, size_t cap, const struct timespec *deadline)
 int
 ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error_t *err)
 {
-	struct timespec deadline;
 	int pipefd[2], status;
 	bool done;
 	pid_t pid;
@@ -111,12 +109,8 @@ ab_run_tool (char *const argv[], char *out, size_t cap, int timeout_ms, ab_error
 		close (pipefd[0]);
 		return -1;
 	}
-	clock_gettime (CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L)
-		deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
-	done = collect_output (pipefd[0], out, cap, &deadline);
+	done = collect_output (pipefd[0], out, cap,
+	                       ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0));
 	close (pipefd[0]);
 	if (!done)
 		kill (pid, SIGKILL);

@@ -111,11 +111,23 @@ ab_termination_signalfd (void)
 }
 
 uint64_t
-ab_mono_us (void)
+ab_mono_ns (void)
 {
 	struct timespec ts;
 	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+ab_mono_us (void)
+{
+	return ab_mono_ns () / 1000;
+}
+
+uint64_t
+ab_mono_ms (void)
+{
+	return ab_mono_ns () / 1000000;
 }
 
 uint64_t

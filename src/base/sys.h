@@ -32,8 +32,13 @@ pid_t ab_sys_clone_fork (unsigned long flags);
  * the pid, names one process for its whole life; 0 when it is gone. */
 uint64_t ab_proc_start_time (pid_t pid);
 
-/* CLOCK_MONOTONIC in microseconds. */
+/* The monotonic clock (CLOCK_MONOTONIC, in three units) for durations,
+ * deadlines and timeouts: it never jumps when the wall clock is set.  The
+ * wall clock, only for stamps that are shown or stored, is base/clock.h's
+ * ab_unix_ms. */
+uint64_t ab_mono_ns (void);
 uint64_t ab_mono_us (void);
+uint64_t ab_mono_ms (void);
 
 /* Block SIGTERM, SIGINT and SIGHUP and return a non-blocking signalfd for
  * them: how a monitor or keeper hears "tear the sandbox down". */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "daemon/daemon.h"
 
@@ -27,29 +28,21 @@ ab_client_socket (const char *host_opt)
 int
 ab_client_open (struct ab_client_s *c, const char *host_opt, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-
 	memset (c, 0, sizeof *c);
-	c->fd = -1;
 	c->socket_path = ab_client_socket (host_opt);
-	if (strlen (c->socket_path) >= sizeof sun.sun_path)
-		return ab_error (err, 0, AB_E_INVALID, "socket path %s is too long",
-		                 c->socket_path);
-	strcpy (sun.sun_path, c->socket_path);
-	c->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
-	if (connect (c->fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-		int e = errno;
-		if (e == ENOENT || e == ECONNREFUSED)
+	c->fd = ab_unix_connect (c->socket_path, err);
+	if (c->fd < 0) {
+		if (err->kind == AB_E_NOT_FOUND)
 			return ab_error (
 			        err, 0, AB_E_NOT_FOUND,
 			        "no agentbox daemon at %s (start one with: agentbox serve%s%s)",
 			        c->socket_path,
 			        host_opt || getenv ("AGENTBOX_HOST") ? " --socket " : "",
 			        host_opt || getenv ("AGENTBOX_HOST") ? c->socket_path : "");
-		return ab_error (err, e, AB_E_SYSTEM, "connect to agentbox daemon at %s",
-		                 c->socket_path);
+		if (err->kind == AB_E_SYSTEM)
+			return ab_error (err, err->errnum, AB_E_SYSTEM,
+			                 "connect to agentbox daemon at %s", c->socket_path);
+		return -1;
 	}
 	ab_http_io_init (&c->io, c->fd, AB_HTTP_IO_BUF);
 	return 0;

@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/relay.h"
+#include "policy/hostname.h"
 
 static const char usage[] = "usage: agentbox port [--host SOCKET] ID PORT [--listen 127.0.0.1:0]\n";
 
@@ -35,42 +36,24 @@ struct conn_s {
 	int fd;
 };
 
-/* ADDR:PORT with a loopback IPv4 literal or [::1]; PORT 0 = any free one. */
+/* ADDR:PORT with a loopback IPv4 literal or [::1] (policy/hostname.h's
+ * rules); PORT 0 = any free one. */
 static int
 parse_listen (const char *spec, struct sockaddr_storage *ss, socklen_t *len, ab_error_t *err)
 {
-	cleanup_free char *host = xstrdup (spec);
-	char *colon = strrchr (host, ':'), *end;
-	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	long port;
+	struct ab_hostport_s hp;
 
 	memset (ss, 0, sizeof *ss);
-	if (!colon || colon[1] == '\0')
-		return ab_error (err, 0, AB_E_INVALID, "--listen %s: expected ADDRESS:PORT", spec);
-	*colon = '\0';
-	port = strtol (colon + 1, &end, 10);
-	if (*end || port < 0 || port > 65535)
-		return ab_error (err, 0, AB_E_INVALID, "--listen %s: invalid port", spec);
-	if (host[0] == '[' && colon > host + 1 && colon[-1] == ']') {
-		colon[-1] = '\0';
-		if (inet_pton (AF_INET6, host + 1, &in6->sin6_addr) != 1
-		    || !IN6_IS_ADDR_LOOPBACK (&in6->sin6_addr))
-			return ab_error (err, 0, AB_E_INVALID, "--listen %s: only [::1] (loopback)",
-			                 spec);
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons ((uint16_t)port);
-		*len = sizeof *in6;
-		return 0;
-	}
-	if (inet_pton (AF_INET, host, &in4->sin_addr) != 1
-	    || (ntohl (in4->sin_addr.s_addr) >> 24) != 127)
+	if (ab_listen_parse (spec, NULL, &hp, err) < 0)
+		return ab_error_wrap (err, "--listen %s", spec);
+	if (hp.kind == AB_HOST_IPV6
+	    && !IN6_IS_ADDR_LOOPBACK ((const struct in6_addr *)hp.addr.bytes))
+		return ab_error (err, 0, AB_E_INVALID, "--listen %s: only [::1] (loopback)", spec);
+	if (hp.kind != AB_HOST_IPV6 && (hp.kind != AB_HOST_IPV4 || hp.addr.bytes[0] != 127))
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "--listen %s: a loopback address (127.x.x.x or [::1]) is required",
 		                 spec);
-	in4->sin_family = AF_INET;
-	in4->sin_port = htons ((uint16_t)port);
-	*len = sizeof *in4;
+	*len = ab_addr_to_sockaddr (&hp.addr, hp.port, ss);
 	return 0;
 }
 

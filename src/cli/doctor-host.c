@@ -27,6 +27,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 
 #define KVM_PATH            "/dev/kvm"
@@ -126,14 +127,6 @@ find_program (const char *name)
 	return NULL;
 }
 
-static long
-now_ms (void)
-{
-	struct timespec t;
-	clock_gettime (CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Read from fd until EOF, `size` - 1 bytes or the deadline (monotonic ms). */
 static size_t
 read_until (int fd, char *buf, size_t size, long deadline)
@@ -142,7 +135,7 @@ read_until (int fd, char *buf, size_t size, long deadline)
 
 	while (got + 1 < size) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = deadline - now_ms ();
+		long left = deadline - (long)ab_mono_ms ();
 		ssize_t n;
 
 		if (left <= 0 || poll (&p, 1, (int)left) <= 0)
@@ -163,7 +156,7 @@ static bool
 exited_by (pid_t pid, long deadline)
 {
 	struct pollfd p = { .fd = ab_sys_pidfd_open (pid, 0), .events = POLLIN };
-	long left = deadline - now_ms ();
+	long left = deadline - (long)ab_mono_ms ();
 	bool done;
 
 	if (p.fd < 0)
@@ -180,7 +173,7 @@ static int
 run_version (const char *path, char *out, size_t size, bool *timed_out)
 {
 	char *argv[] = { (char *)path, (char *)"--version", NULL };
-	long deadline = now_ms () + RUNSC_TIMEOUT_MS;
+	long deadline = (long)ab_mono_ms () + RUNSC_TIMEOUT_MS;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	int p[2], status = -1, r;
@@ -308,16 +301,19 @@ docker_socket (const char **unsupported)
 static int
 docker_connect (const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	ab_error_t err = AB_ERROR_INIT;
 	struct timeval tv = { .tv_sec = DOCKER_TIMEOUT_S };
 	cleanup_close int s = -1;
+	struct sockaddr_un a;
+	socklen_t len;
 
-	if (strlen (path) >= sizeof a.sun_path)
+	if (ab_unix_addr (path, &a, &len, &err) < 0)
 		return errno = ENAMETOOLONG, -1;
-	memcpy (a.sun_path, path, strlen (path) + 1);
+	/* Not ab_unix_connect: the send timeout must be set before connect,
+	 * which it also bounds when the daemon's backlog is full. */
 	s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || setsockopt (s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0
-	    || connect (s, (struct sockaddr *)&a, sizeof a) < 0)
+	    || connect (s, (struct sockaddr *)&a, len) < 0)
 		return -1;
 	return steal_fd (&s);
 }
@@ -351,7 +347,7 @@ docker_ping (int s, char *why, size_t size, char *api, size_t api_size)
 
 	if (ab_write_all (s, req, sizeof req - 1) < 0)
 		return snprintf (why, size, "send /_ping: %s", strerror (errno)), false;
-	read_until (s, resp, sizeof resp, now_ms () + DOCKER_TIMEOUT_S * 1000);
+	read_until (s, resp, sizeof resp, (long)ab_mono_ms () + DOCKER_TIMEOUT_S * 1000);
 	body = strstr (resp, "\r\n\r\n");
 	if (strncmp (resp, "HTTP/1.", 7) != 0 || strncmp (resp + 8, " 200", 4) != 0 || !body
 	    || strcmp (body + 4, "OK") != 0)

@@ -1,5 +1,4 @@
 /* Command-line pieces shared by the sidecars: see listen-arg.h. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +6,7 @@
 
 #include "base/xalloc.h"
 #include "cli/listen-arg.h"
+#include "policy/hostname.h"
 
 bool
 ab_cli_flag (int argc, char **argv, int *i, const char *flag, const char **value)
@@ -41,23 +41,12 @@ ab_cli_usage_error (const char *progname, const char *usage, int rc, const char 
 int
 ab_cli_split_listen (const char *text, const char *default_host, char **host, char **port)
 {
-	const char *colon = strrchr (text, ':');
-	size_t hl;
-	unsigned long pv;
-	char *end;
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_hostport_s hp;
 
-	if (colon == NULL || colon[1] < '0' || colon[1] > '9')
+	if (ab_listen_parse (text, default_host, &hp, &err) < 0)
 		return -1;
-	errno = 0;
-	pv = strtoul (colon + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || pv > 65535)
-		return -1;
-	hl = (size_t)(colon - text);
-	if (hl >= 2 && text[0] == '[' && text[hl - 1] == ']') {
-		text++;
-		hl -= 2;
-	}
-	*host = hl ? xstrndup (text, hl) : xstrdup (default_host);
-	*port = xstrdup (colon + 1);
+	*host = xstrdup (hp.host);
+	*port = xasprintf ("%u", (unsigned)hp.port);
 	return 0;
 }

@@ -15,10 +15,12 @@ bool ab_cli_flag (int argc, char **argv, int *i, const char *flag, const char **
 int ab_cli_usage_error (const char *progname, const char *usage, int rc, const char *fmt, ...)
         __attribute__ ((format (printf, 4, 5)));
 
-/* "HOST:PORT", split at the last ':' so "[::1]:8080" and ":::8080" work;
- * brackets around the host are dropped; an empty host means default_host
- * (each sidecar picks its own: the credential proxy hands out secrets and
- * stays on loopback unless asked).  -1 unless PORT is decimal, <= 65535. */
+/* "HOST:PORT" by ab_listen_parse (policy/hostname.h): split at the last
+ * ':' so "[::1]:8080" and ":::8080" work; *host is the normalised host
+ * without brackets, *port its decimal port; an empty host means
+ * default_host (each sidecar picks its own: the credential proxy hands out
+ * secrets and stays on loopback unless asked).  -1 for anything
+ * ab_listen_parse refuses. */
 int ab_cli_split_listen (const char *text, const char *default_host, char **host, char **port);
 
 #endif

@@ -57,18 +57,6 @@ parse_opts (int argc, char **argv, struct opts_s *o, const char *progname)
 	return 0;
 }
 
-/* "HOST:PORT" (listen-arg.h); an empty host means 0.0.0.0.  A port of
- * more than five digits is refused even when its value fits. */
-static int
-split_listen (const char *text, char **host, char **port)
-{
-	const char *colon = strrchr (text, ':');
-
-	if (colon != NULL && strlen (colon + 1) > 5)
-		return -1;
-	return ab_cli_split_listen (text, "0.0.0.0", host, port);
-}
-
 static int
 print_json (json_t *doc)
 {
@@ -93,7 +81,9 @@ cmd_serve (const struct opts_s *o, const char *progname)
 	char bound[128];
 	int rc = 1;
 
-	if (split_listen (o->listen ? o->listen : "0.0.0.0:8080", &host, &port) < 0)
+	/* An empty host means 0.0.0.0. */
+	if (ab_cli_split_listen (o->listen ? o->listen : "0.0.0.0:8080", "0.0.0.0", &host, &port)
+	    < 0)
 		return bad_usage (progname, "--listen wants HOST:PORT, not '%s'", o->listen);
 	ab_preview_serve_config_default (&cfg);
 	/* Process-wide, so here at the program's edge (preview-serve.h). */

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "base/cleanup.h"
+#include "base/sys.h"
 #include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
@@ -31,14 +32,6 @@ struct stdio_plan_s {
 	int close_after_create[3];
 	struct ab_run_io_s io;
 };
-
-static uint64_t
-now_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Pipes, sockets and /dev/null are passed straight in; a terminal or a
  * host file never is (it could be reopened through /proc/self/fd or used
@@ -287,7 +280,8 @@ finish_run (const struct ab_spec_s *spec, const struct ab_run_outcome_s *out,
 	int sig, code = exit_code (out, &sig);
 
 	if (spec->json_result
-	    && write_json_result (spec->json_result, code, sig, out, ex, now_ms () - t0, err) < 0)
+	    && write_json_result (spec->json_result, code, sig, out, ex, ab_mono_ms () - t0, err)
+	               < 0)
 		return -1;
 	return code;
 }
@@ -302,7 +296,7 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	struct ab_exec_msg_s exec;
 	struct ab_sandbox_s sb;
 	bool tty = want_tty (spec);
-	uint64_t t0 = now_ms ();
+	uint64_t t0 = ab_mono_ms ();
 	int r;
 	ab_error_t derr = AB_ERROR_INIT;
 

@@ -25,6 +25,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "daemon/relay.h"
@@ -52,9 +55,9 @@ token_ok (const struct ab_box_s *b, const char *tok, size_t len)
 
 	if (!b->port_token[0])
 		return false;
-	ab_sha256 (b->port_token, strlen (b->port_token), want);
-	ab_sha256 (tok, len, got);
-	return ab_digest_equal (want, got, sizeof want);
+	SHA256 ((const unsigned char *)b->port_token, strlen (b->port_token), want);
+	SHA256 ((const unsigned char *)tok, len, got);
+	return CRYPTO_memcmp (want, got, sizeof want) == 0;
 }
 
 /* A port number without sign, spaces or leading zeros: 1..65535. */

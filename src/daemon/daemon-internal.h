@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/sys.h"
 #include "daemon/daemon.h"
@@ -117,7 +118,6 @@ int ab_write_file_atomic (const char *path, const char *data, size_t len, ab_err
 int ab_rm_rf (const char *path);
 /* The public view for the API. */
 json_t *ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b);
-int64_t ab_now_ms (void);
 
 /* --- lifecycle.c --- */
 int ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out,
@@ -243,10 +243,5 @@ void ab_metrics_request (int status);
 void ab_metrics_add_bytes (const char *what, uint64_t n);
 void ab_metrics_inc (const char *what);
 char *ab_metrics_render (struct ab_daemon_s *d);
-
-/* --- digest.c --- */
-void ab_sha1 (const void *data, size_t len, uint8_t out[20]);
-void ab_sha256 (const void *data, size_t len, uint8_t out[32]);
-bool ab_digest_equal (const uint8_t *a, const uint8_t *b, size_t n);
 
 #endif

@@ -38,7 +38,7 @@ monitor_ended (struct ab_daemon_s *d, struct ab_box_s *b)
 static void
 expire (struct ab_daemon_s *d)
 {
-	int64_t now = ab_now_ms ();
+	int64_t now = (int64_t)ab_unix_ms ();
 	size_t n;
 	struct ab_box_s **v = ab_registry_all (d, &n);
 

@@ -28,6 +28,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/sys.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "spec/spec-json.h"
 
@@ -206,6 +207,8 @@ check_spec (struct ab_box_s *b, ab_error_t *err)
 {
 	struct ab_spec_s *s = &b->spec;
 	char *argv[] = { (char *)"true", NULL };
+	struct sockaddr_un sun;
+	socklen_t sun_len;
 	int r;
 
 	if (s->network == AB_NETWORK_PROXY) {
@@ -230,7 +233,7 @@ check_spec (struct ab_box_s *b, ab_error_t *err)
 		    && (ab_error_clear (err), access (s->mounts[i].source, F_OK) < 0))
 			return ab_error (err, errno, AB_E_INVALID, "mount source '%s'",
 			                 s->mounts[i].source);
-	if (strlen (b->agent_sock) >= sizeof ((struct sockaddr_un *)0)->sun_path)
+	if (ab_unix_addr (b->agent_sock, &sun, &sun_len, err) < 0)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "state directory path too long for a socket: %s", b->agent_sock);
 	/* The spec's command is the one-shot path's; a service sandbox has none. */
@@ -319,7 +322,7 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 		ab_box_unref (d, b);
 		return -1;
 	}
-	b->created_ms = ab_now_ms ();
+	b->created_ms = (int64_t)ab_unix_ms ();
 	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
 	if (ab_box_cred_save (b, err) < 0 || ab_box_save (d, b, err) < 0
 	    || start_sandbox (d, b, err) < 0) {

@@ -21,9 +21,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
+#include "policy/hostname.h"
 
 #define IDLE_TIMEOUT_S 120 /* a keep-alive connection with nothing to say */
 #define SEND_TIMEOUT_S 600 /* a client that reads nothing for this long is dropped */
@@ -115,82 +120,65 @@ private_dir (const char *path, mode_t mode, ab_error_t *err)
 static int
 listen_unix (const char *path, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	cleanup_free char *dir = xstrdup (path);
 	cleanup_close int fd = -1;
 	char *slash = strrchr (dir, '/');
+	struct sockaddr_un sun;
+	socklen_t len;
 	struct stat st;
 	mode_t old;
-	int r;
 
-	if (path[0] != '/' || strlen (path) >= sizeof sun.sun_path)
+	if (path[0] != '/' || ab_unix_addr (path, &sun, &len, err) < 0)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "--socket %s: an absolute path of at most %zu bytes", path,
 		                 sizeof sun.sun_path - 1);
 	*slash = '\0';
 	if (slash != dir && private_dir (dir, 0700, err) < 0)
 		return -1;
-	strcpy (sun.sun_path, path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "socket");
 	if (lstat (path, &st) == 0) {
+		ab_error_t probe = AB_ERROR_INIT;
+		cleanup_close int live = -1;
+
 		if (!S_ISSOCK (st.st_mode))
 			return ab_error (err, EEXIST, AB_E_CONFLICT,
 			                 "%s exists and is not a socket", path);
-		if (connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0)
+		live = ab_unix_connect (path, &probe);
+		if (live >= 0)
 			return ab_error (err, 0, AB_E_CONFLICT,
 			                 "another agentbox serve is listening on %s", path);
 		unlink (path); /* a daemon that was killed left it */
-		close (fd);
-		fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	}
 	old = umask (0177); /* 0600 from the first instant, not after a chmod */
-	r = bind (fd, (struct sockaddr *)&sun, sizeof sun);
+	fd = ab_unix_listen (path, 512, err);
 	umask (old);
-	if (r < 0 || chmod (path, 0600) < 0 || listen (fd, 512) < 0)
+	if (fd < 0)
+		return -1;
+	if (chmod (path, 0600) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s", path);
 	return steal_fd (&fd);
 }
 
-/* HOST:PORT with an IPv4 literal or [IPv6]. */
+/* HOST:PORT with an IPv4 literal or [IPv6] (policy/hostname.h's rules;
+ * a name is refused: the API must bind where the operator said, not
+ * wherever a resolver points). */
 static int
 parse_listen (const char *spec, struct sockaddr_storage *ss, socklen_t *len, bool *loopback,
               ab_error_t *err)
 {
-	cleanup_free char *host = xstrdup (spec);
-	char *colon = strrchr (host, ':');
-	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	char *end;
-	long port;
+	struct ab_hostport_s hp;
 
 	memset (ss, 0, sizeof *ss);
-	if (!colon)
-		return ab_error (err, 0, AB_E_INVALID, "--listen %s: expected ADDRESS:PORT", spec);
-	*colon = '\0';
-	port = strtol (colon + 1, &end, 10);
-	if (*end || port < 1 || port > 65535 || colon[1] == '\0')
+	if (ab_listen_parse (spec, NULL, &hp, err) < 0)
+		return ab_error_wrap (err, "--listen %s", spec);
+	if (hp.port == 0)
 		return ab_error (err, 0, AB_E_INVALID, "--listen %s: invalid port", spec);
-	if (host[0] == '[' && colon[-1] == ']') {
-		colon[-1] = '\0';
-		if (inet_pton (AF_INET6, host + 1, &in6->sin6_addr) != 1)
-			return ab_error (err, 0, AB_E_INVALID, "--listen %s: invalid IPv6 address",
-			                 spec);
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons ((uint16_t)port);
-		*loopback = IN6_IS_ADDR_LOOPBACK (&in6->sin6_addr);
-		*len = sizeof *in6;
-		return 0;
-	}
-	/* inet_pton accepts only the canonical dotted quad (SECURITY.md). */
-	if (inet_pton (AF_INET, host, &in4->sin_addr) != 1)
+	if (hp.kind == AB_HOST_NAME)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "--listen %s: an IPv4 or [IPv6] address literal", spec);
-	in4->sin_family = AF_INET;
-	in4->sin_port = htons ((uint16_t)port);
-	*loopback = (ntohl (in4->sin_addr.s_addr) >> 24) == 127;
-	*len = sizeof *in4;
+	*len = ab_addr_to_sockaddr (&hp.addr, hp.port, ss);
+	*loopback = hp.kind == AB_HOST_IPV4
+	                    ? hp.addr.bytes[0] == 127
+	                    : IN6_IS_ADDR_LOOPBACK ((const struct in6_addr *)hp.addr.bytes);
 	return 0;
 }
 
@@ -240,7 +228,7 @@ load_token (struct ab_daemon_s *d, const char *path, ab_error_t *err)
 		                 MIN_TOKEN_LEN);
 	if (st.st_mode & 077)
 		ab_log (AB_LOG_WARN, "%s is readable by other users (chmod 600 it)", path);
-	ab_sha256 (buf, (size_t)n, d->token_digest);
+	SHA256 ((const unsigned char *)buf, (size_t)n, d->token_digest);
 	explicit_bzero (buf, sizeof buf);
 	d->has_token = true;
 	return 0;
@@ -258,8 +246,8 @@ authorized (struct ab_daemon_s *d, struct ab_http_io_s *io)
 	if (!d->has_token || !v || len <= sizeof scheme - 1
 	    || strncasecmp (v, scheme, sizeof scheme - 1) != 0)
 		return false;
-	ab_sha256 (v + sizeof scheme - 1, len - (sizeof scheme - 1), digest);
-	return ab_digest_equal (digest, d->token_digest, sizeof digest);
+	SHA256 ((const unsigned char *)v + sizeof scheme - 1, len - (sizeof scheme - 1), digest);
+	return CRYPTO_memcmp (digest, d->token_digest, sizeof digest) == 0;
 }
 
 static bool

@@ -16,17 +16,10 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
-#include "base/clock.h"
 #include "base/xalloc.h"
 #include "spec/spec-json.h"
 
 #define STATE_VERSION 1
-
-int64_t
-ab_now_ms (void)
-{
-	return (int64_t)ab_unix_ms ();
-}
 
 int
 ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)

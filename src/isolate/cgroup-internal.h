@@ -204,7 +204,6 @@ int ab_cg_freeze_kill (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s
 /* Sleep for the next step of a bounded backoff; false once `deadline_ns`
  * (CLOCK_MONOTONIC) is past. */
 bool ab_cg_backoff (unsigned *step, uint64_t deadline_ns);
-uint64_t ab_cg_now_ns (void);
 
 /* v2 helpers also used by the v1 driver for the unified group of a hybrid
  * host.  cgroup.kill: 0 when written, 1 (err untouched) when the kernel

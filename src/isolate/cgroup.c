@@ -35,6 +35,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/sys.h"
 #include "base/xalloc.h"
 
 /* ------------------------------------------------------------------ */
@@ -363,19 +364,10 @@ ab_cg_has_file (const struct ab_cg_dir_s *d, const char *file)
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
 
-uint64_t
-ab_cg_now_ns (void)
-{
-	struct timespec ts;
-
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool
 ab_cg_backoff (unsigned *step, uint64_t deadline_ns)
 {
-	uint64_t now = ab_cg_now_ns (), ns;
+	uint64_t now = ab_mono_ns (), ns;
 	struct timespec ts;
 
 	if (now >= deadline_ns)
@@ -449,15 +441,15 @@ min_u64 (uint64_t a, uint64_t b)
 int
 ab_cg_kill_loop (const struct ab_cg_dir_s *d, ab_error_t *err)
 {
-	uint64_t deadline = ab_cg_now_ns () + AB_CG_KILL_TIMEOUT_NS;
+	uint64_t deadline = ab_mono_ns () + AB_CG_KILL_TIMEOUT_NS;
 
 	for (;;) {
 		int n = ab_cg_kill_listed (d, err);
 		if (n <= 0)
 			return n;
-		if (wait_empty (d, min_u64 (deadline, ab_cg_now_ns () + 100000000ull)))
+		if (wait_empty (d, min_u64 (deadline, ab_mono_ns () + 100000000ull)))
 			return 0;
-		if (ab_cg_now_ns () >= deadline)
+		if (ab_mono_ns () >= deadline)
 			return ab_error (err, EBUSY, AB_E_SYSTEM,
 			                 "%s: %d processes survive SIGKILL", d->path, n);
 	}
@@ -482,7 +474,7 @@ wait_frozen (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, uint
 int
 ab_cg_freeze_kill (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, ab_error_t *err)
 {
-	uint64_t deadline = ab_cg_now_ns () + AB_CG_KILL_TIMEOUT_NS;
+	uint64_t deadline = ab_mono_ns () + AB_CG_KILL_TIMEOUT_NS;
 	ab_error_t ignored = AB_ERROR_INIT;
 
 	for (;;) {
@@ -490,14 +482,14 @@ ab_cg_freeze_kill (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz
 
 		if (ab_cg_write (d, fz->file, fz->freeze, false, err) < 0)
 			return ab_error_code (err);
-		wait_frozen (d, fz, min_u64 (deadline, ab_cg_now_ns () + 100000000ull));
+		wait_frozen (d, fz, min_u64 (deadline, ab_mono_ns () + 100000000ull));
 		n = ab_cg_kill_listed (d, err);
 		r = ab_cg_write (d, fz->file, fz->thaw, false, n < 0 ? &ignored : err);
 		if (n < 0 || r < 0)
 			return ab_error_code (err);
-		if (n == 0 || wait_empty (d, min_u64 (deadline, ab_cg_now_ns () + 200000000ull)))
+		if (n == 0 || wait_empty (d, min_u64 (deadline, ab_mono_ns () + 200000000ull)))
 			return 0;
-		if (ab_cg_now_ns () >= deadline)
+		if (ab_mono_ns () >= deadline)
 			return ab_error (err, EBUSY, AB_E_SYSTEM, "%s: processes left after %d ms",
 			                 d->path, (int)(AB_CG_KILL_TIMEOUT_NS / 1000000ull));
 	}
@@ -648,7 +640,7 @@ ab_cg_add_dir (ab_cgroup_t *cg, int hier, ab_error_t *err)
 	path = xasprintf ("%s/%s", cg->layout->hier[hier].dir, cg->name);
 	while ((fd = make_locked_dir (path, err)) == -EAGAIN) {
 		if (deadline == 0)
-			deadline = ab_cg_now_ns () + 100000000ull;
+			deadline = ab_mono_ns () + 100000000ull;
 		if (!ab_cg_backoff (&step, deadline))
 			return ab_error (err, EAGAIN, AB_E_CONFLICT,
 			                 "create %s: keeps racing with a cleanup", path);
@@ -819,7 +811,7 @@ remove_all (ab_cgroup_t *cg, ab_error_t *err)
 		if (deadline == 0) {
 			/* Processes are left: kill them, then wait for the kernel to
 			 * let go of the group (bounded). */
-			deadline = ab_cg_now_ns () + AB_CG_KILL_TIMEOUT_NS;
+			deadline = ab_mono_ns () + AB_CG_KILL_TIMEOUT_NS;
 			if (cg->drv->kill (cg, err) < 0)
 				return ab_error_wrap (err, "destroy cgroup %s", cg->name);
 		}

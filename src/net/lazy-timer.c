@@ -1,16 +1,7 @@
 /* Lazily armed deadlines: see lazy-timer.h. */
-#include <time.h>
-
 #include "net/lazy-timer.h"
 
-uint64_t
-ab_mono_now_us (void)
-{
-	struct timespec ts;
-
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+#include "base/sys.h"
 
 struct timeval
 ab_tv_from_us (uint64_t us)
@@ -28,7 +19,7 @@ ab_lazy_timer_arm (struct event *tev, uint64_t *armed_at, uint64_t deadline)
 
 	if (*armed_at != 0 && *armed_at <= deadline)
 		return;
-	now = ab_mono_now_us ();
+	now = ab_mono_us ();
 	tv = ab_tv_from_us (deadline > now ? deadline - now : 0);
 	evtimer_add (tev, &tv);
 	*armed_at = deadline;

@@ -11,9 +11,8 @@
 #include <stdint.h>
 #include <sys/time.h>
 
-/* CLOCK_MONOTONIC in microseconds: deadlines must not jump with the wall
- * clock. */
-uint64_t ab_mono_now_us (void);
+/* Deadlines are base/sys.h's ab_mono_us (): they must not jump with the
+ * wall clock. */
 struct timeval ab_tv_from_us (uint64_t us);
 /* Make tev fire no later than deadline (monotonic microseconds); *armed_at
  * is when it fires now, 0 if not armed (the timer callback resets it). */

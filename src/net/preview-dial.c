@@ -15,19 +15,10 @@
 
 #include "base/cleanup.h"
 
-uint64_t
-ab_preview_now_ms (void)
-{
-	struct timespec ts;
-
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int
 ab_preview_ms_left (uint64_t deadline_ms)
 {
-	uint64_t now = ab_preview_now_ms ();
+	uint64_t now = ab_mono_ms ();
 
 	if (now >= deadline_ms)
 		return 0;

@@ -14,10 +14,8 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "base/sys.h"
 #include "net/iobuf.h"
-
-/* Monotonic milliseconds. */
-uint64_t ab_preview_now_ms (void);
 
 /* Milliseconds left until deadline, clamped to [0, INT_MAX] for poll. */
 int ab_preview_ms_left (uint64_t deadline_ms);

@@ -148,7 +148,7 @@ static int
 open_upstream (struct relay_s *r, const struct handshake_s *h, ab_error_t *err)
 {
 	/* Opening is traffic too: it gets the same idle allowance. */
-	uint64_t deadline = ab_preview_now_ms () + h->idle_ms;
+	uint64_t deadline = ab_mono_ms () + h->idle_ms;
 	char key[AB_WS_KEY_LEN + 1];
 	struct ab_iobuf_s req = { 0 };
 	int rc;
@@ -222,7 +222,7 @@ stop (struct relay_s *r, uint16_t code)
 static int
 write_stdout (struct relay_s *r, struct iovec *iov, int n)
 {
-	uint64_t deadline = ab_preview_now_ms () + r->idle_ms;
+	uint64_t deadline = ab_mono_ms () + r->idle_ms;
 
 	while (n > 0) {
 		ssize_t w = writev (r->out_fd, iov, n);
@@ -298,7 +298,7 @@ drain_upstream (struct relay_s *r)
 			stop (r, code);
 			return;
 		}
-		r->last_ms = ab_preview_now_ms ();
+		r->last_ms = ab_mono_ms ();
 		on_event (r, &ev);
 		ab_iobuf_consume (&r->ws_in, (size_t)n);
 		if (r->stop && !r->close_received)
@@ -361,7 +361,7 @@ drain_stdin (struct relay_s *r)
 			return;
 		queue_frame (r, AB_WS_OP_BINARY, p + 4, len);
 		ab_iobuf_consume (&r->std_in, 4 + (size_t)len);
-		r->last_ms = ab_preview_now_ms ();
+		r->last_ms = ab_mono_ms ();
 	}
 }
 
@@ -418,7 +418,7 @@ relay_loop (struct relay_s *r)
 static void
 linger (struct relay_s *r)
 {
-	uint64_t deadline = ab_preview_now_ms () + CLOSE_LINGER_MS;
+	uint64_t deadline = ab_mono_ms () + CLOSE_LINGER_MS;
 
 	while (!r->upstream_gone && ab_preview_ms_left (deadline) > 0) {
 		struct pollfd p = { .fd = r->sock, .events = POLLIN };
@@ -469,7 +469,7 @@ ab_preview_framed_run (int in_fd, int out_fd, ab_error_t *err)
 		goto out;
 	r.max_frame = h.max_frame;
 	r.idle_ms = h.idle_ms;
-	r.last_ms = ab_preview_now_ms ();
+	r.last_ms = ab_mono_ms ();
 	ab_ws_assembler_init (&r.as, h.max_frame);
 	if (write_stdout (&r, &iov, 1) < 0) {
 		stop (&r, AB_WS_CLOSE_GOING_AWAY);

@@ -90,7 +90,7 @@ perform (const struct request_s *r)
 		.body_len = r->body_len,
 	};
 	struct ab_preview_http_resp_s resp;
-	uint64_t deadline = ab_preview_now_ms () + r->timeout_ms;
+	uint64_t deadline = ab_mono_ms () + r->timeout_ms;
 	ab_preview_outcome o;
 	json_t *doc = NULL;
 

@@ -85,7 +85,7 @@ ab_preview_signal_send (const struct ab_preview_endpoint_s *ep, const void *body
 	char *line;
 
 	o = ab_preview_http_exchange (ep->dial_host, ep->port, &req, AB_PREVIEW_SIGNAL_ANSWER_MAX,
-	                              ab_preview_now_ms () + timeout_ms, &resp);
+	                              ab_mono_ms () + timeout_ms, &resp);
 	if (o == AB_PREVIEW_OK)
 		answer = json_loadb (ab_preview_bytes (&resp.body), ab_iobuf_len (&resp.body), 0,
 		                     NULL);

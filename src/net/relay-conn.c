@@ -14,6 +14,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/sys.h"
 #include "base/xalloc.h"
 #include "net/http-status.h"
 #include "net/lazy-timer.h"
@@ -22,7 +23,7 @@
 uint64_t
 ab_relay_now_us (void)
 {
-	return ab_mono_now_us ();
+	return ab_mono_us ();
 }
 
 void

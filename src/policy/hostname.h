@@ -58,6 +58,16 @@ struct ab_hostport_s {
 int ab_hostport_parse (const char *authority, uint16_t default_port, struct ab_hostport_s *out,
                        ab_error_t *err);
 
+/* A listen address "HOST:PORT" (a server's --listen), split at the last
+ * ':' so that "[::1]:8080" and ":::8080" both work; the brackets around an
+ * IPv6 literal are optional here.  HOST follows ab_host_normalise's rules
+ * (names, canonical IPv4 only); an empty HOST is default_host, or "empty
+ * host" when that is NULL.  PORT is required and follows the port rule
+ * above; 0 parses (callers that bind take it as "any free port").
+ * Messages as above, plus "expected HOST:PORT" when there is no ':'. */
+int ab_listen_parse (const char *text, const char *default_host, struct ab_hostport_s *out,
+                     ab_error_t *err);
+
 /* Same for a host without port (e.g. from a URL whose port is parsed
  * elsewhere): brackets optional around IPv6 here; same messages. */
 int ab_host_normalise (const char *host, size_t len, struct ab_hostport_s *out, ab_error_t *err);

@@ -215,3 +215,25 @@ ab_hostport_parse (const char *authority, uint16_t default_port, struct ab_hostp
 	out->has_port = port != NULL;
 	return 0;
 }
+
+int
+ab_listen_parse (const char *text, const char *default_host, struct ab_hostport_s *out,
+                 ab_error_t *err)
+{
+	const char *colon = text ? strrchr (text, ':') : NULL;
+	uint16_t port;
+
+	memset (out, 0, sizeof *out);
+	if (!colon)
+		return invalid (err, "expected HOST:PORT");
+	if (!parse_port (colon + 1, &port))
+		return invalid (err, "invalid port");
+	if (colon == text && default_host) {
+		if (ab_host_normalise (default_host, strlen (default_host), out, err) < 0)
+			return -1;
+	} else if (ab_host_normalise (text, (size_t)(colon - text), out, err) < 0)
+		return -1;
+	out->port = port;
+	out->has_port = true;
+	return 0;
+}

@@ -50,7 +50,7 @@ int
 ab_agent_egress_next_ready (ab_agent_conn_t *c, uint32_t *conn, uint16_t *port, int timeout_ms,
                             ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
 		int k;

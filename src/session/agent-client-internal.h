@@ -4,6 +4,7 @@
 #ifndef AB_SESSION_AGENT_CLIENT_INTERNAL_H
 #define AB_SESSION_AGENT_CLIENT_INTERNAL_H
 
+#include "base/sys.h"
 #include "proto/msg.h"
 #include "session/agent-client.h"
 
@@ -57,7 +58,6 @@ struct ab_agent_conn_s {
 };
 
 /* Deadline helpers: ms since an arbitrary epoch; timeout -1 = never. */
-uint64_t ab_ac_now_ms (void);
 int ab_ac_remaining (uint64_t deadline, int timeout_ms);
 
 /* Send one frame (blocking, reading incoming frames meanwhile so the agent

@@ -120,7 +120,7 @@ int
 ab_agent_proc_next_event (ab_agent_conn_t *c, const struct ab_agent_proc_s *p,
                           struct ab_agent_event_s *ev, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct ab_ac_chan_s *ch = p->channel ? ab_ac_chan_find (c, p->channel) : NULL;
 
 	free (c->event);

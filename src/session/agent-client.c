@@ -13,20 +13,13 @@
 #include <unistd.h>
 
 #include "base/fd.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "session/agent-client-internal.h"
 
 #define RECV_CHUNK  (256U * 1024)
 #define IN_MAX      (AB_PROTO_HEADER_SIZE + AB_PROTO_MAX_PAYLOAD + RECV_CHUNK)
 #define GRANT_BATCH (64U * 1024)
-
-uint64_t
-ab_ac_now_ms (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int
 ab_ac_remaining (uint64_t deadline, int timeout_ms)
@@ -35,7 +28,7 @@ ab_ac_remaining (uint64_t deadline, int timeout_ms)
 
 	if (timeout_ms < 0)
 		return -1;
-	now = ab_ac_now_ms ();
+	now = ab_mono_ms ();
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
@@ -266,7 +259,7 @@ route_buffered (ab_agent_conn_t *c, bool *routed, ab_error_t *err)
 int
 ab_ac_pump (ab_agent_conn_t *c, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	ab_error_t e = AB_ERROR_INIT;
 	bool routed = false;
 
@@ -411,7 +404,7 @@ ab_ac_poll_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, i
 int
 ab_ac_wait_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)c->timeout_ms;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)c->timeout_ms;
 	int rc = 0;
 
 	for (;;) {
@@ -498,7 +491,7 @@ static int
 handshake (ab_agent_conn_t *c, ab_error_t *err)
 {
 	int timeout = c->timeout_ms ? c->timeout_ms : 10000;
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)timeout;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)timeout;
 	struct ab_ac_frame_s *f;
 	struct ab_msg_s m;
 	int r;
@@ -539,24 +532,11 @@ ab_agent_connect_fd (int fd, ab_error_t *err)
 ab_agent_conn_t *
 ab_agent_connect (const char *socket_path, ab_error_t *err)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	int fd = ab_unix_connect (socket_path, err);
 
-	if (strlen (socket_path) >= sizeof sun.sun_path) {
-		ab_error (err, 0, AB_E_INVALID, "socket path %s is too long", socket_path);
-		return NULL;
-	}
-	strcpy (sun.sun_path, socket_path);
-	fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		ab_error (err, errno, AB_E_SYSTEM, "socket");
-		return NULL;
-	}
-	if (connect (fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-		int e = errno;
-		close (fd);
-		ab_error (err, e, e == ENOENT || e == ECONNREFUSED ? AB_E_NOT_FOUND : AB_E_SYSTEM,
-		          "connect to the agent at %s", socket_path);
+		if (err->kind != AB_E_INVALID)
+			ab_error_wrap (err, "the agent");
 		return NULL;
 	}
 	return ab_agent_connect_fd (fd, err);
@@ -651,7 +631,7 @@ int
 ab_agent_egress_next_port (ab_agent_conn_t *c, int *fd, uint16_t *port, int timeout_ms,
                            ab_error_t *err)
 {
-	uint64_t deadline = ab_ac_now_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
 		int k;

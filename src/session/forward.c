@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/xalloc.h"
 #include "session/agent-client-internal.h"
 #include "spec/spec.h"
@@ -80,13 +81,10 @@ stream_slot (struct ab_forward_s *f)
 	struct timespec until;
 	bool ok;
 
-	clock_gettime (CLOCK_REALTIME, &until);
-	until.tv_sec += POLL_MS / 1000;
-	until.tv_nsec += (long)(POLL_MS % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	/* pthread_cond_timedwait's deadline is on the wall clock. */
+	uint64_t until_ms = ab_unix_ms () + POLL_MS;
+	until.tv_sec = (time_t)(until_ms / 1000);
+	until.tv_nsec = (long)(until_ms % 1000) * 1000000L;
 	pthread_mutex_lock (&s->lock);
 	while (s->active >= AB_FORWARD_MAX_STREAMS && !f->stop)
 		if (pthread_cond_timedwait (&s->room, &s->lock, &until) == ETIMEDOUT)

@@ -7,6 +7,7 @@
  *     result;
  *   - an IPv4 host agrees with inet_pton, and nothing that inet_aton would
  *     read as a number slips through as a name.
+ * ab_listen_parse (a server's --listen) is held to the same host checks.
  * Build with clang-14 -fsanitize=fuzzer,address,undefined together with
  * every src/policy C file and base/error.c, xalloc.c, cleanup.c (-ljansson);
  * run with -max_total_time=60 on a copy of tests/fuzz/corpus/hostport. */
@@ -106,6 +107,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 		check_host_text (&hp);
 		check_idempotent (&hp);
 		exercise_policy (&hp);
+	} else if (err.kind != AB_E_INVALID || err.msg[0] == '\0') {
+		abort ();
+	}
+	/* A --listen address has the same host rules and a required port. */
+	if (ab_listen_parse (text, "0.0.0.0", &hp, &err) == 0) {
+		check_host_text (&hp);
+		check_idempotent (&hp);
 	} else if (err.kind != AB_E_INVALID || err.msg[0] == '\0') {
 		abort ();
 	}

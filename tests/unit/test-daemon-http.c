@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/sha.h>
 
 #include "daemon/daemon-internal.h"
 #include "daemon/http-io.h"
@@ -120,16 +121,17 @@ test_digests (void **state)
 	uint8_t d[32];
 	char h[65];
 	(void)state;
-	ab_sha1 ("abc", 3, d);
+	SHA1 ((const unsigned char *)"abc", 3, d);
 	hex (d, 20, h);
 	assert_string_equal (h, "a9993e364706816aba3e25717850c26c9cd0d89d");
-	ab_sha256 ("abc", 3, d);
+	SHA256 ((const unsigned char *)"abc", 3, d);
 	hex (d, 32, h);
 	assert_string_equal (h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	ab_sha256 ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
+	SHA256 ((const unsigned char *)"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+	        56, d);
 	hex (d, 32, h);
 	assert_string_equal (h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-	ab_sha256 ("", 0, d);
+	SHA256 ((const unsigned char *)"", 0, d);
 	hex (d, 32, h);
 	assert_string_equal (h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }

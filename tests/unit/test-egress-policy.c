@@ -200,12 +200,13 @@ static const struct hp_row_s hp_rows[] = {
 	BAD ("\xff", "non-ASCII host"),
 };
 
+/* One row against what a parser returned (r, hp, err). */
 static void
-check_hp_row (const struct hp_row_s *row)
+check_hp_result (const struct hp_row_s *row, int r, const struct ab_hostport_s *p,
+                 const ab_error_t *e)
 {
-	struct ab_hostport_s hp;
-	ab_error_t err = AB_ERROR_INIT;
-	int r = ab_hostport_parse (row->in, 80, &hp, &err);
+	const struct ab_hostport_s hp = *p;
+	const ab_error_t err = *e;
 
 	if (!row->host) {
 		if (r == 0)
@@ -230,10 +231,76 @@ check_hp_row (const struct hp_row_s *row)
 }
 
 static void
+check_hp_row (const struct hp_row_s *row)
+{
+	struct ab_hostport_s hp;
+	ab_error_t err = AB_ERROR_INIT;
+	int r = ab_hostport_parse (row->in, 80, &hp, &err);
+
+	check_hp_result (row, r, &hp, &err);
+}
+
+static void
 test_hostport (void **state)
 {
 	for (size_t i = 0; i < N (hp_rows); i++)
 		check_hp_row (&hp_rows[i]);
+}
+
+/* ab_listen_parse: a server's --listen HOST:PORT.  The port is required
+ * (0 parses: any free port), the split is at the last ':' so a bare IPv6
+ * literal works, an empty host is the default ("0.0.0.0" here). */
+static const struct hp_row_s listen_rows[] = {
+	OK ("127.0.0.1:0", "127.0.0.1", V4, 0, true),
+	OK ("127.0.0.1:8080", "127.0.0.1", V4, 8080, true),
+	OK ("0.0.0.0:65535", "0.0.0.0", V4, 65535, true),
+	OK (":8080", "0.0.0.0", V4, 8080, true),
+	OK ("[::1]:8080", "::1", V6, 8080, true),
+	OK (":::8080", "::", V6, 8080, true),
+	OK ("::1:80", "::1", V6, 80, true),
+	OK ("[0:0::1]:1", "::1", V6, 1, true),
+	OK ("LocalHost:1", "localhost", NAME, 1, true),
+	OK ("127.0.0.1:08", "127.0.0.1", V4, 8, true),
+	BAD ("", "expected HOST:PORT"),
+	BAD ("nocolon", "expected HOST:PORT"),
+	BAD ("[::1]", "invalid port"),
+	BAD ("127.0.0.1:", "invalid port"),
+	BAD ("127.0.0.1:65536", "invalid port"),
+	BAD ("127.0.0.1:x", "invalid port"),
+	BAD ("127.0.0.1:-1", "invalid port"),
+	BAD ("127.0.0.1:+80", "invalid port"),
+	BAD ("127.0.0.1: 80", "invalid port"),
+	BAD ("127.0.0.1:000080", "invalid port"),
+	BAD ("999.0.0.1:80", "non-canonical IPv4 address"),
+	BAD ("127.1:80", "non-canonical IPv4 address"),
+	BAD (" 127.0.0.1:80", "invalid host"),
+	BAD ("a:b:80", "invalid IPv6 address"),
+	BAD ("[::1:80", "invalid host"),
+	BAD ("[fe80::1%25eth0]:80", "zone identifiers are not allowed"),
+};
+
+static void
+test_listen_parse (void **state)
+{
+	for (size_t i = 0; i < N (listen_rows); i++) {
+		struct ab_hostport_s hp;
+		ab_error_t err = AB_ERROR_INIT;
+		int r = ab_listen_parse (listen_rows[i].in, "0.0.0.0", &hp, &err);
+
+		check_hp_result (&listen_rows[i], r, &hp, &err);
+	}
+}
+
+static void
+test_listen_parse_no_default (void **state)
+{
+	struct ab_hostport_s hp;
+	ab_error_t err = AB_ERROR_INIT;
+
+	assert_true (ab_listen_parse (":8080", NULL, &hp, &err) < 0);
+	assert_string_equal (err.msg, "empty host");
+	assert_true (ab_listen_parse (NULL, NULL, &hp, &err) < 0);
+	assert_string_equal (err.msg, "expected HOST:PORT");
 }
 
 static void
@@ -1141,6 +1208,8 @@ main (void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test (test_hostport),
 		cmocka_unit_test (test_hostport_lengths),
+		cmocka_unit_test (test_listen_parse),
+		cmocka_unit_test (test_listen_parse_no_default),
 		cmocka_unit_test (test_host_normalise),
 		cmocka_unit_test (test_pattern_parse),
 		cmocka_unit_test (test_pattern_match),
