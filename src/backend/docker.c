@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include "backend/host-mask.h"
 #include "backend/monitor.h"
 #include "backend/sandbox-dir.h"
+#include "base/unix-socket.h"
 #include "base/cleanup.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
@@ -228,16 +228,12 @@ is_namespace_init (pid_t pid)
 static pid_t
 agent_pid (const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ab_error_t ignored = AB_ERROR_INIT;
+	cleanup_close int fd = ab_unix_connect (path, &ignored);
 	struct ucred cred = { 0 };
 	socklen_t len = sizeof cred;
 
-	if (fd < 0 || strlen (path) >= sizeof sun.sun_path)
-		return 0;
-	strcpy (sun.sun_path, path);
-	if (connect (fd, (struct sockaddr *)&sun, sizeof sun) < 0
-	    || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0
+	if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0
 	    || !is_namespace_init (cred.pid))
 		return 0;
 	return cred.pid;

@@ -283,12 +283,6 @@ pump (struct ab_microvm_s *vm, int term_fd, int caller_fd, int timeout_ms)
 	return ab_mux_relay_failed (vm->relay) ? PUMP_BROKEN : PUMP_OK;
 }
 
-static uint64_t
-now_ms (void)
-{
-	return mono_ns (CLOCK_MONOTONIC) / 1000000;
-}
-
 static int
 ended_early (struct ab_microvm_s *vm, enum pump_result r, ab_error_t *err)
 {
@@ -321,7 +315,7 @@ ended_early (struct ab_microvm_s *vm, enum pump_result r, ab_error_t *err)
 static int
 await_hello (struct ab_microvm_s *vm, ab_error_t *err)
 {
-	uint64_t deadline = now_ms () + (uint64_t)vm->boot_timeout_ms;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)vm->boot_timeout_ms;
 	char tail[CONSOLE_TAIL + 32];
 	int cancel[2];
 
@@ -330,7 +324,7 @@ await_hello (struct ab_microvm_s *vm, ab_error_t *err)
 		if (cancel[i] >= 0 && add_fd (vm, cancel[i]) < 0)
 			return ab_error (err, errno, AB_E_SYSTEM, "epoll_ctl");
 	while (!vm->hello) {
-		uint64_t now = now_ms ();
+		uint64_t now = ab_mono_ms ();
 		enum pump_result r;
 		if (now >= deadline) {
 			console_tail (vm, tail, sizeof tail);

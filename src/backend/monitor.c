@@ -30,7 +30,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +37,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "base/unix-socket.h"
 
 #define REPORT_READY  '+'
 #define REPORT_FAILED '-'
@@ -93,24 +93,21 @@ ab_backend_make_id (char id[33])
 static bool
 socket_accepts (const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ab_error_t ignored = AB_ERROR_INIT;
+	cleanup_close int fd = ab_unix_connect (path, &ignored);
 
-	if (fd < 0 || strlen (path) >= sizeof sun.sun_path)
-		return false;
-	strcpy (sun.sun_path, path);
-	return connect (fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+	return fd >= 0;
 }
 
 int
 ab_monitor_wait_socket (const char *path, int watch_fd, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = (ab_mono_us () / 1000) + (uint64_t)timeout_ms;
+	uint64_t deadline = ab_mono_ms () + (uint64_t)timeout_ms;
 	int delay = 2;
 
 	while (!socket_accepts (path)) {
 		struct pollfd p = { .fd = watch_fd, .events = POLLIN };
-		if ((ab_mono_us () / 1000) >= deadline)
+		if (ab_mono_ms () >= deadline)
 			return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
 			                 "the agent did not listen within %d ms", timeout_ms);
 		if (start_cancelled ())
