@@ -120,7 +120,8 @@ sandbox_pid() {
 # proxy_clients PID: TCP connections established to the egress listener
 # (port 3128) in the network namespace of PID, from the client side.
 proxy_clients() {
-	awk '$3 ~ /:0C38$/ && $4 == "01"' "/proc/$1/net/tcp" 2>/dev/null | wc -l
+	# each socket once: the table is read a page at a time while it changes
+	awk '$3 ~ /:0C38$/ && $4 == "01" { print $2 }' "/proc/$1/net/tcp" 2>/dev/null | sort -u | wc -l
 }
 
 # wait_conns N CMD...: until CMD prints a number >= N (at most 20 s); sets
@@ -273,9 +274,11 @@ allowed_and_denied() {
 		for i in $(seq 50); do
 			curl -sS --max-time 60 -o /tmp/c$i "http://127.0.0.2:8080/cgi-bin/slow?8" &
 		done
-		# established connections to the egress listener, from the client side
+		# established connections to the egress listener, from the client
+		# side, each once: /proc/net/tcp is read a page at a time while
+		# the table changes, so a socket can be listed twice
 		for j in $(seq 200); do
-			c=$(awk "\$3 ~ /:0C38\$/ && \$4 == \"01\"" /proc/net/tcp | wc -l)
+			c=$(awk "\$3 ~ /:0C38\$/ && \$4 == \"01\" { print \$2 }" /proc/net/tcp | sort -u | wc -l)
 			[ "$c" -ge 50 ] && break
 			sleep 0.1
 		done
