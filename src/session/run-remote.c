@@ -1,8 +1,10 @@
 /* Three connections to the agent, one per thread (a connection is not
  * thread-safe): the main thread follows the process's output, an input
  * thread copies the caller's stdin, a signal thread forwards signals and
- * window changes.  Both helpers stop when the main thread writes to the
- * stop pipe. */
+ * window changes.  Both helpers stop when the main thread closes the
+ * stop pipe.  The input thread is detached (it may be blocked writing
+ * stdin that the process never reads), so it owns a copy of everything
+ * it uses: it may still run after ab_run_remote has returned. */
 #include "session/run-remote.h"
 
 #include <errno.h>
@@ -43,27 +45,60 @@ stopped (int stop_r, int fd, int *revents)
 	return p[0].revents != 0;
 }
 
+/* What the detached input thread owns. */
+struct input_s {
+	char *socket_path;
+	uint32_t pid;
+	int stop_r; /* its own duplicate of the stop pipe's read end */
+};
+
 static void *
 input_thread (void *arg)
 {
-	struct remote_s *r = arg;
+	struct input_s *in = arg;
 	ab_error_t err = AB_ERROR_INIT;
-	ab_agent_conn_t *c = ab_agent_connect (r->socket_path, &err);
+	ab_agent_conn_t *c = ab_agent_connect (in->socket_path, &err);
 	char *buf = malloc (STDIN_CHUNK);
 	int revents;
 
-	while (c && buf && !stopped (r->stop_r, STDIN_FILENO, &revents)) {
+	while (c && buf && !stopped (in->stop_r, STDIN_FILENO, &revents)) {
 		ssize_t n = read (STDIN_FILENO, buf, STDIN_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0 || ab_agent_proc_write_stdin (c, r->pid, buf, (size_t)n, &err) < 0)
+		if (n <= 0 || ab_agent_proc_write_stdin (c, in->pid, buf, (size_t)n, &err) < 0)
 			break;
 	}
 	if (c)
-		ab_agent_proc_close_stdin (c, r->pid, &err);
+		ab_agent_proc_close_stdin (c, in->pid, &err);
 	free (buf);
 	ab_agent_close (c);
+	close (in->stop_r);
+	free (in->socket_path);
+	free (in);
 	return NULL;
+}
+
+/* The input thread, detached, with its own copy of r. */
+static void
+start_input_thread (const struct remote_s *r)
+{
+	struct input_s *in = malloc (sizeof *in);
+	pthread_t t;
+
+	if (!in)
+		return;
+	in->pid = r->pid;
+	in->socket_path = strdup (r->socket_path);
+	in->stop_r = fcntl (r->stop_r, F_DUPFD_CLOEXEC, 0);
+	if (!in->socket_path || in->stop_r < 0
+	    || pthread_create (&t, NULL, input_thread, in) != 0) {
+		if (in->stop_r >= 0)
+			close (in->stop_r);
+		free (in->socket_path);
+		free (in);
+		return;
+	}
+	pthread_detach (t);
 }
 
 static void
@@ -165,23 +200,20 @@ static int
 run_with_helpers (ab_agent_conn_t *c, struct remote_s *r, const struct ab_agent_proc_s *p,
                   struct ab_run_outcome_s *out, ab_error_t *err)
 {
-	pthread_t in_t, sig_t;
+	pthread_t sig_t;
 	int stop[2], rc;
-	bool have_in, have_sig;
+	bool have_sig;
 
 	if (pipe2 (stop, O_CLOEXEC) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
 	r->stop_r = stop[0];
-	have_in = pthread_create (&in_t, NULL, input_thread, r) == 0;
+	start_input_thread (r);
 	have_sig = r->sig_fd >= 0 && pthread_create (&sig_t, NULL, signal_thread, r) == 0;
 	rc = follow (c, p, out, err);
 	close (stop[1]);
-	/* The input thread may be blocked writing stdin the process never
-	 * reads: it is detached rather than joined. */
-	if (have_in)
-		pthread_detach (in_t);
 	if (have_sig)
 		pthread_join (sig_t, NULL);
+	close (stop[0]);
 	return rc;
 }
 
