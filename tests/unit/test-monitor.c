@@ -140,7 +140,28 @@ struct toy_s {
 	int listen_fd;
 	int marker; /* a file stop() removes: proof that stop ran */
 	char marker_path[128];
+	pid_t kill_caller; /* > 0: start SIGKILLs this caller, then succeeds */
+	char pid_path[128]; /* with kill_caller: the monitor writes its pid here */
 };
+
+/* The caller dies before it can hear "ready": it is gone (or a zombie). */
+static void
+kill_and_wait (pid_t pid)
+{
+	char path[64], st[256];
+
+	kill (pid, SIGKILL);
+	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen (path, "re");
+		bool gone = !f || !fgets (st, sizeof st, f) || strstr (st, ") Z ");
+		if (f)
+			fclose (f);
+		if (gone)
+			return;
+		usleep (1000);
+	}
+}
 
 static int
 toy_start (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
@@ -149,6 +170,12 @@ toy_start (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *
 
 	(void)id;
 	close (open (t->marker_path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	if (t->kill_caller > 0) {
+		FILE *f = fopen (t->pid_path, "we");
+		if (f)
+			fprintf (f, "%d\n", (int)getpid ()), fclose (f);
+		kill_and_wait (t->kill_caller);
+	}
 	if (t->fail_start)
 		return ab_error (err, 0, AB_E_SYSTEM, "the toy refuses to start");
 	if (spec->service_socket
@@ -354,6 +381,56 @@ test_caller_gone_tears_down (void **state)
 	ab_spec_free (&r.spec);
 }
 
+/* Untied: a caller that dies after asking for the sandbox but before it
+ * heard "ready" sends no ACK, and the monitor tears the sandbox down
+ * rather than live on with nobody who knows of it. */
+static void
+test_no_ack_tears_down (void **state)
+{
+	struct toy_run_s r;
+	char pid_path[128];
+	int status, i, mon = 0;
+	pid_t caller;
+	FILE *f;
+
+	(void)state;
+	snprintf (pid_path, sizeof pid_path, "%s/monitor.pid", tmp);
+	caller = fork ();
+	assert_true (caller >= 0);
+	if (caller == 0) {
+		memset (&r, 0, sizeof r);
+		r.t.child = r.t.listen_fd = -1;
+		r.t.kill_caller = getpid ();
+		snprintf (r.t.pid_path, sizeof r.t.pid_path, "%s", pid_path);
+		snprintf (r.t.marker_path, sizeof r.t.marker_path, "%s/started", tmp);
+		ab_spec_init (&r.spec);
+		r.spec.service_socket = xasprintf ("%s/agent.sock", tmp);
+		ab_sandbox_begin (&r.sb, &toy_backend);
+		ab_monitor_spawn (&r.spec, &r.t, NULL, 0, &r.sb, &r.err);
+		_exit (0); /* not reached: the toy's start kills us */
+	}
+	assert_int_equal (waitpid (caller, &status, 0), caller);
+	assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
+	snprintf (r.t.marker_path, sizeof r.t.marker_path, "%s/started", tmp);
+	f = fopen (pid_path, "re");
+	assert_non_null (f);
+	assert_int_equal (fscanf (f, "%d", &mon), 1);
+	fclose (f);
+	/* stop() removes the marker, then the monitor exits. */
+	for (i = 0; i < 500 && (access (r.t.marker_path, F_OK) == 0 || kill (mon, 0) == 0); i++)
+		usleep (10000);
+	if (kill (mon, 0) == 0) {
+		/* The test failed: SIGTERM makes the monitor stop its toy too. */
+		kill (mon, SIGTERM);
+		for (i = 0; i < 500 && kill (mon, 0) == 0; i++)
+			usleep (10000);
+		fail_msg ("the monitor lived on without its caller's ACK");
+	}
+	assert_int_equal (access (r.t.marker_path, F_OK), -1);
+	assert_int_equal (kill (mon, 0), -1);
+	unlink (pid_path);
+}
+
 int
 main (void)
 {
@@ -370,6 +447,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_oneshot_failure_reported_at_destroy, make_tmp,
 		                                 remove_tmp),
 		cmocka_unit_test_setup_teardown (test_caller_gone_tears_down, make_tmp, remove_tmp),
+		cmocka_unit_test_setup_teardown (test_no_ack_tears_down, make_tmp, remove_tmp),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
