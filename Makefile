@@ -43,7 +43,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-bins helpers unit-asan integration conformance guest deps format format-check clang-build
+.PHONY: all check demo bench install clean unit unit-bins helpers unit-asan asan-bins integration conformance guest deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 $(BUILD)/libagentbox.a: $(HOST_OBJ)
@@ -110,10 +110,14 @@ unit-bins: $(UNIT_BIN)
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-# Unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer
+# (asan-bins only builds them: tests/check runs them itself).
+ASAN_MAKE = $(MAKE) BUILD=$(BUILD)/asan LDFLAGS="-fsanitize=address,undefined" \
+	CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 unit-asan:
-	$(MAKE) BUILD=$(BUILD)/asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-		LDFLAGS="-fsanitize=address,undefined" unit
+	$(ASAN_MAKE) unit
+asan-bins:
+	$(ASAN_MAKE) unit-bins
 
 integration: all $(HELPER_BIN)
 	scripts/install-deps npm
