@@ -16,6 +16,8 @@ teardown() {
 	start=$(date +%s)
 	seq 1 100 | xargs -P 8 -I{} curl -sS --max-time 60 --unix-socket "$SOCK" \
 		-d '{"workspace": null, "labels": {"load": "1"}}' http://agentbox/v1/sandboxes >"$D/created"
+	# A create that failed: its answer, for the failure's output.
+	grep -v '"id"' "$D/created" >&2 || true
 	[ "$(jq -r .id "$D/created" | sort -u | wc -l)" = 100 ]
 	jq -r .id "$D/created" >"$D/ids"
 	# 1,000 execs, 10 per sandbox, 40 in flight at a time.
