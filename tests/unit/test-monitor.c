@@ -140,7 +140,7 @@ struct toy_s {
 	int listen_fd;
 	int marker; /* a file stop() removes: proof that stop ran */
 	char marker_path[128];
-	pid_t kill_caller; /* > 0: start SIGKILLs this caller, then succeeds */
+	pid_t kill_caller;  /* > 0: start SIGKILLs this caller, then succeeds */
 	char pid_path[128]; /* with kill_caller: the monitor writes its pid here */
 };
 
