@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/cmd-mcp.h"
 #include "daemon/daemon.h"
 #include "session/agent-config.h"
 
@@ -23,6 +24,8 @@ static const char usage[] =
         "  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
         "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
         "sandbox\n"
+        "  mcp [--sandbox ID]               an MCP server on stdio: sandbox tools for MCP "
+        "clients\n"
         "  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
         "  credential-proxy serve [OPTIONS] inject API keys upstream (also as "
         "t3-credential-proxy)\n"
@@ -39,6 +42,7 @@ static const struct {
 	{ "ls", ab_cmd_ls },           { "ps", ab_cmd_ps },
 	{ "inspect", ab_cmd_inspect }, { "rm", ab_cmd_rm },
 	{ "port", ab_cmd_port },       { "__create-sandbox", ab_daemon_create_child_main },
+	{ "mcp", ab_cmd_mcp },
 };
 
 void

@@ -22,8 +22,8 @@ static const char *const type_names[] = {
 	[AB_AGENT_FT_SYMLINK] = "symlink",
 };
 
-static json_t *
-stat_json (const char *name, const struct ab_agent_stat_s *st)
+json_t *
+ab_file_stat_json (const char *name, const struct ab_agent_stat_s *st)
 {
 	char mode[8];
 
@@ -124,7 +124,7 @@ list_dir (struct ab_req_s *r, struct files_call_s *f, ab_error_t *err)
 		return -1;
 	arr = json_array ();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new (arr, stat_json (v[i].name, &v[i].st));
+		json_array_append_new (arr, ab_file_stat_json (v[i].name, &v[i].st));
 	ab_agent_dirents_free (v, n);
 	return ab_resp_json (r, 200, json_pack ("{s:s, s:o}", "path", f->path, "entries", arr)), 0;
 }
@@ -136,7 +136,7 @@ stat_path (struct ab_req_s *r, struct files_call_s *f, ab_error_t *err)
 
 	if (ab_agent_file_stat (f->c, f->path, &st, err) < 0)
 		return -1;
-	json_t *j = stat_json (f->path, &st);
+	json_t *j = ab_file_stat_json (f->path, &st);
 	json_object_set_new (j, "path", json_string (f->path));
 	ab_resp_json (r, 200, j);
 	return 0;

@@ -158,6 +158,7 @@ struct ab_req_s {
 	bool continue_sent;
 	int status;
 	pthread_mutex_t *write_lock; /* WebSocket: two threads write */
+	const char *resp_headers;    /* extra response fields, "Name: value\r\n" each */
 };
 
 int ab_req_body_json (struct ab_req_s *r, json_t **out, ab_error_t *err);
@@ -204,7 +205,13 @@ void ab_api_files_delete (struct ab_req_s *r);
 void ab_api_files_stat (struct ab_req_s *r);
 void ab_api_files_mkdir (struct ab_req_s *r);
 void ab_api_files_move (struct ab_req_s *r);
+/* {"name","type","size","mode","mtime_ms"} of a file (api-files.c; MCP too). */
+json_t *ab_file_stat_json (const char *name, const struct ab_agent_stat_s *st);
 void ab_api_exec_ws (struct ab_req_s *r);
+/* mcp.c: the MCP endpoints (docs/mcp.md); params[0] is the bound sandbox or NULL. */
+void ab_api_mcp_post (struct ab_req_s *r);
+void ab_api_mcp_delete (struct ab_req_s *r);
+void ab_api_mcp_get (struct ab_req_s *r);
 /* api-port.c: the raw stream (routed) and the /ports/ proxy, which the
  * server dispatches before its own token check (it has its own). */
 void ab_api_port_connect (struct ab_req_s *r);

@@ -43,6 +43,8 @@ send_head (struct ab_req_s *r, int status, const char *ctype, long long length, 
 		n += snprintf (head + n, sizeof head - (size_t)n, "Transfer-Encoding: chunked\r\n");
 	if (extra)
 		n += snprintf (head + n, sizeof head - (size_t)n, "%s", extra);
+	if (r->resp_headers)
+		n += snprintf (head + n, sizeof head - (size_t)n, "%s", r->resp_headers);
 	if (r->close)
 		n += snprintf (head + n, sizeof head - (size_t)n, "Connection: close\r\n");
 	n += snprintf (head + n, sizeof head - (size_t)n, "\r\n");

@@ -33,6 +33,12 @@ static const struct {
 	{ "GET", "/v1/sandboxes/*/files/stat", ab_api_files_stat },
 	{ "POST", "/v1/sandboxes/*/files/mkdir", ab_api_files_mkdir },
 	{ "POST", "/v1/sandboxes/*/files/move", ab_api_files_move },
+	{ "POST", "/v1/mcp", ab_api_mcp_post },
+	{ "DELETE", "/v1/mcp", ab_api_mcp_delete },
+	{ "GET", "/v1/mcp", ab_api_mcp_get },
+	{ "POST", "/v1/sandboxes/*/mcp", ab_api_mcp_post },
+	{ "DELETE", "/v1/sandboxes/*/mcp", ab_api_mcp_delete },
+	{ "GET", "/v1/sandboxes/*/mcp", ab_api_mcp_get },
 };
 
 /* 1 when path matches pattern; the '*' segments are copied to params. */

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# MCP's Streamable HTTP transport on the daemon (POST /v1/mcp and
+# /v1/sandboxes/{id}/mcp): the official clients against the TCP listener
+# with its token, protocol negotiation, sessions, and bad input.
+
+load mcp-common.bash
+
+TOKEN=a-test-token-of-32-characters-xx
+
+setup() {
+	mcp_setup
+	printf '%s\n' "$TOKEN" >"$D/token"
+	chmod 600 "$D/token"
+	PORT=$((20000 + RANDOM % 20000))
+	daemon_start --listen "127.0.0.1:$PORT" --token-file "$D/token"
+}
+
+teardown() {
+	daemon_teardown
+}
+
+@test "SDK 1.x and client 2.x over Streamable HTTP on the TCP listener: every tool" {
+	id="$(create '{"backend": "native"}')"
+	run mcp_node MCP_SDK=v1 MCP_TRANSPORT=http MCP_URL="http://127.0.0.1:$PORT/v1/sandboxes/$id/mcp" MCP_TOKEN="$TOKEN" MCP_SANDBOX="$id"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q '^ok DELETE ended the session$'
+	[ "$(running_count "$id")" = 0 ]
+	run mcp_node MCP_SDK=v2 MCP_TRANSPORT=http MCP_URL="http://127.0.0.1:$PORT/v1/mcp" MCP_TOKEN="$TOKEN" MCP_SANDBOX=
+	echo "$output"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q '^ok sandbox_destroy$'
+	# port_url on a daemon with a listener: a URL that really reaches the port.
+	sid="$(mcp_init "/v1/sandboxes/$id/mcp")"
+	mcp_status "/v1/sandboxes/$id/mcp" "$sid" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"mkdir -p /tmp/www && echo served >/tmp/www/index.html && cd /tmp/www && exec python3 -m http.server 8765 --bind 127.0.0.1","background":true}}}' >/dev/null
+	url=""
+	for _ in $(seq 50); do
+		[ "$(mcp_status "/v1/sandboxes/$id/mcp" "$sid" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"port_url","arguments":{"port":8765}}}')" = 200 ]
+		if [ "$(jq -r .result.structuredContent.listening "$D/body")" = true ]; then
+			url="$(jq -r .result.structuredContent.url "$D/body")"
+			break
+		fi
+		sleep 0.2
+	done
+	[ -n "$url" ]
+	[[ "$url" == "http://127.0.0.1:$PORT/v1/sandboxes/$id/ports/8765/?token="* ]]
+	[ "$(curl -s --max-time 10 "$url")" = served ]
+	[ "$(mcp_status "/v1/sandboxes/$id/mcp" "$sid" '' -X DELETE)" = 204 ]
+	[ "$(running_count "$id")" = 0 ]
+}
+
+@test "protocol versions: 2025-11-25, 2025-06-18 and 2025-03-26 are answered as asked, others with the latest" {
+	for v in 2025-11-25 2025-06-18 2025-03-26 2024-11-05 1999-01-01; do
+		sid="$(mcp_init /v1/mcp "$v")"
+		[ "${#sid}" = 32 ]
+		want="$v"
+		case "$v" in 2024-* | 1999-*) want=2025-11-25 ;; esac
+		[ "$(jq -r .result.protocolVersion "$D/init")" = "$want" ]
+		[ "$(jq -r .result.serverInfo.name "$D/init")" = agentbox ]
+		[ "$(jq -r .result.capabilities.tools.listChanged "$D/init")" = false ]
+		[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","method":"notifications/initialized"}')" = 202 ]
+		[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":2,"method":"ping"}' -H "MCP-Protocol-Version: $want")" = 200 ]
+		[ "$(jq -c .result "$D/body")" = '{}' ]
+		[ "$(mcp_status /v1/mcp "$sid" '' -X DELETE)" = 204 ]
+	done
+	# A header naming a version we do not speak is 400.
+	sid="$(mcp_init /v1/mcp)"
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":2,"method":"ping"}' -H 'MCP-Protocol-Version: 2024-11-05')" = 400 ]
+	# A batch: two answers in one array.
+	[ "$(mcp_status /v1/mcp "$sid" '[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":4,"method":"tools/list"}]')" = 200 ]
+	[ "$(jq -c '[.[].id]' "$D/body")" = '[3,4]' ]
+}
+
+@test "sessions: required, unknown is 404, bound to their endpoint, ended by DELETE with their processes" {
+	a="$(create '{"backend": "native"}')"
+	b="$(create '{"backend": "native"}')"
+	ping='{"jsonrpc":"2.0","id":2,"method":"ping"}'
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "" "$ping")" = 400 ]
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" 0123456789abcdef0123456789abcdef "$ping")" = 404 ]
+	[ "$(jq -r .error.code "$D/body")" = -32001 ]
+	sid="$(mcp_init "/v1/sandboxes/$a/mcp")"
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" "$ping")" = 200 ]
+	# Another sandbox's endpoint and the unbound one do not know it.
+	[ "$(mcp_status "/v1/sandboxes/$b/mcp" "$sid" "$ping")" = 404 ]
+	[ "$(mcp_status /v1/mcp "$sid" "$ping")" = 404 ]
+	[ "$(mcp_status "/v1/sandboxes/0000000000000000/mcp" "$sid" "$ping")" = 404 ]
+	# initialize inside a session is refused.
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" "$INIT")" = 400 ]
+	# Background processes of the session, then DELETE.
+	for n in 1 2 3; do
+		[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"sleep 300","background":true}}}')" = 200 ]
+		[ "$(jq -r .result.structuredContent.status "$D/body")" = running ]
+	done
+	[ "$(running_count "$a")" = 3 ]
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" '' -X DELETE)" = 204 ]
+	[ "$(running_count "$a")" = 0 ]
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" "$ping")" = 404 ]
+	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" '' -X DELETE)" = 404 ]
+	# No server-initiated stream.
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://agentbox/v1/sandboxes/$a/mcp")" = 405 ]
+}
+
+@test "bad input over HTTP: malformed JSON, oversize body, wrong token, hostile Origin" {
+	sid="$(mcp_init /v1/mcp)"
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":')" = 400 ]
+	[ "$(jq -r .error.code "$D/body")" = -32700 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":2,"method":"nope"}')" = 200 ]
+	[ "$(jq -r .error.code "$D/body")" = -32601 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"id":2,"method":"ping"}')" = 200 ]
+	[ "$(jq -r .error.code "$D/body")" = -32600 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}')" = 200 ]
+	[ "$(jq -r .error.code "$D/body")" = -32602 ]
+	# Over 8 MiB: 413, and the daemon keeps serving.
+	head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$D/big"
+	code="$(curl -s -o "$D/body" -w '%{http_code}' --max-time 60 --unix-socket "$SOCK" -H 'Content-Type: application/json' -H "Mcp-Session-Id: $sid" --data-binary @"$D/big" http://agentbox/v1/mcp)"
+	[ "$code" = 413 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":3,"method":"ping"}')" = 200 ]
+	# The TCP listener: no token or a wrong one is 401 before MCP sees it.
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "$INIT" "http://127.0.0.1:$PORT/v1/mcp")" = 401 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-wrong-token-wrong-tok' -H 'Content-Type: application/json' -d "$INIT" "http://127.0.0.1:$PORT/v1/mcp")" = 401 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d "$INIT" "http://127.0.0.1:$PORT/v1/mcp")" = 200 ]
+	# DNS rebinding: a page on another origin is refused; loopback origins pass.
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":4,"method":"ping"}' -H 'Origin: http://evil.example')" = 403 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":4,"method":"ping"}' -H 'Origin: http://127.0.0.1.evil.example')" = 403 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":4,"method":"ping"}' -H 'Origin: null')" = 403 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":4,"method":"ping"}' -H 'Origin: http://localhost:3000')" = 200 ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":4,"method":"ping"}' -H 'Origin: http://[::1]:3000')" = 200 ]
+	# Unbound tools need a sandbox_id that exists.
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"true"}}}')" = 200 ]
+	[ "$(jq -r .result.isError "$D/body")" = true ]
+	[ "$(mcp_status /v1/mcp "$sid" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"sandbox_id":"../../x","command":"true"}}}')" = 200 ]
+	[ "$(jq -r .result.isError "$D/body")" = true ]
+	kill -0 "$DAEMON_PID"
+}
