@@ -34,18 +34,21 @@ dial (const char *path)
 	return fd;
 }
 
-/* One request and its whole response (Content-Length bodies only); the
- * body is copied to out (NUL-terminated).  Returns the HTTP status. */
+/* One request (extra: more header lines, each ending in \r\n, or NULL) and
+ * its whole response (Content-Length bodies only); the body is copied to
+ * out (NUL-terminated), the head to head when it is not NULL.  Returns
+ * the HTTP status. */
 static int
-call (int fd, const char *method, const char *path, const char *body, char *out, size_t cap)
+call_with (int fd, const char *method, const char *path, const char *extra, const char *body,
+           char *out, size_t cap, char *head, size_t head_cap)
 {
 	static char buf[1 << 16];
 	char req[4096];
 	size_t n = 0, blen = body ? strlen (body) : 0;
 	int len = snprintf (req, sizeof req,
 	                    "%s %s HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\n"
-	                    "Content-Length: %zu\r\n\r\n%s",
-	                    method, path, blen, body ? body : "");
+	                    "%sContent-Length: %zu\r\n\r\n%s",
+	                    method, path, extra ? extra : "", blen, body ? body : "");
 	char *end = NULL;
 	long clen = 0;
 
@@ -73,7 +76,18 @@ call (int fd, const char *method, const char *path, const char *body, char *out,
 		memcpy (out, end + 4, k);
 		out[k] = 0;
 	}
+	if (head) {
+		size_t k = (size_t)(end - buf) < head_cap - 1 ? (size_t)(end - buf) : head_cap - 1;
+		memcpy (head, buf, k);
+		head[k] = 0;
+	}
 	return atoi (buf + 9);
+}
+
+static inline int
+call (int fd, const char *method, const char *path, const char *body, char *out, size_t cap)
+{
+	return call_with (fd, method, path, NULL, body, out, cap, NULL, 0);
 }
 
 #endif

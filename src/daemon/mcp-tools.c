@@ -31,19 +31,13 @@ static json_t *tool_port_url (struct ab_mcp_call_s *call, ab_error_t *err);
 	"{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,"                \
 	"\"openWorldHint\":false}"
 #define WR(destructive, idempotent, open)                                                          \
-	"{\"readOnlyHint\":false,\"destructiveHint\":" destructive                                 \
-	",\"idempotentHint\":" idempotent ",\"openWorldHint\":" open "}"
-
-#define STR(d)  "{\"type\":\"string\",\"description\":\"" d "\"}"
-#define INT(d)  "{\"type\":\"integer\",\"description\":\"" d "\"}"
-#define BOOL(d) "{\"type\":\"boolean\",\"description\":\"" d "\"}"
-#define STAT_PROPS                                                                                 \
-	"\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"dir\",\"symlink\",\"other\"]},"        \
-	"\"size\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"},"                          \
-	"\"mtime_ms\":{\"type\":\"integer\"}"
+	"{\"readOnlyHint\":false,\"destructiveHint\":" #destructive                                \
+	",\"idempotentHint\":" #idempotent ",\"openWorldHint\":" #open "}"
 
 enum { SANDBOX, LIFECYCLE };
 
+/* The schemas are JSON text, parsed once (build_lists); a tool of kind
+ * SANDBOX gets a required `sandbox_id` on the unbound endpoint. */
 static const struct tool_s {
 	const char *name, *title, *description;
 	int kind;
@@ -51,368 +45,206 @@ static const struct tool_s {
 	tool_fn fn;
 } tools[] = {
 	{ "sandbox_exec", "Run a command in the sandbox",
-	  "Run a shell command (or an argv) inside the sandbox. Returns exit_code, stdout and "
-	  "stderr (each capped at 1 MiB; truncated says so) when it finishes within yield_ms "
-	  "(default 10000). A command still running then, or started with background, returns "
-	  "status running and a session_id: follow it with sandbox_process. timeout (seconds) "
-	  "kills the whole process group. pty gives it a real terminal (stdout and stderr "
-	  "merge).",
+	  "Run a shell command (or an argv) inside the sandbox. Returns exit_code, stdout "
+	  "and stderr (each capped at 1 MiB; truncated says so) when it finishes within "
+	  "yield_ms (default 10000). A command still running then, or started with "
+	  "background, returns status running and a session_id: follow it with "
+	  "sandbox_process. timeout (seconds) kills the whole process group. pty gives it a "
+	  "real terminal (stdout and stderr merge).",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"command\":" STR (
-	          "A shell command, run with /bin/sh -c") ","
-	                                                  "\"argv\":{\"type\":\"array\",\"items\":{"
-	                                                  "\"type\":\"string\"},\"minItems\":1,"
-	                                                  "\"description\":\"The program and its "
-	                                                  "arguments (instead of command)\"},"
-	                                                  "\"workdir\":" STR (
-	                                                          "Working directory inside the "
-	                                                          "sandbox (default: the "
-	                                                          "sandbox's)") ","
-	                                                                        "\"env\":{\"type\":"
-	                                                                        "\"object\","
-	                                                                        "\"additionalProper"
-	                                                                        "ties\":{\"type\":"
-	                                                                        "\"string\"},"
-	                                                                        "\"description\":"
-	                                                                        "\"Variables added "
-	                                                                        "to the sandbox's "
-	                                                                        "environment\"},"
-	                                                                        "\"timeout\":{"
-	                                                                        "\"type\":"
-	                                                                        "\"number\","
-	                                                                        "\"exclusiveMinimum"
-	                                                                        "\":0,"
-	                                                                        "\"description\":"
-	                                                                        "\"Seconds before "
-	                                                                        "the process group "
-	                                                                        "is killed "
-	                                                                        "(default: the "
-	                                                                        "sandbox's "
-	                                                                        "limit)\"},"
-	                                                                        "\"pty\":" BOOL (
-	                                                                                "Run in a "
-	                                                                                "pseudo-"
-	                                                                                "terminal") ","
-	                                                                                            "\"background\":" BOOL (
-	                                                                                                    "Return at once with a session_id") ","
-	                                                                                                                                        "\"yield_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":120000,\"description\":"
-	                                                                                                                                        "\"How long to wait before returning a session_id (default 10000)\"},"
-	                                                                                                                                        "\"stdin\":" STR (
-	                                                                                                                                                "Text written to the process's stdin (closed after it unless pty "
-	                                                                                                                                                "or background)") "},"
-	                                                                                                                                                                  "\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"status\":{\"type\":\"string\",\"enum\":[\"exited\",\"timed_out\",\"running\"]},"
-	  "\"exit_code\":{\"type\":\"integer\"},\"signal\":{\"type\":\"integer\"},"
-	  "\"timed_out\":{\"type\":\"boolean\"},\"stdout\":{\"type\":\"string\"},"
-	  "\"stderr\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
-	  "\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{\"type\":\"integer\"},"
-	  "\"duration_ms\":{\"type\":\"integer\"},\"exec_error\":{\"type\":\"string\"},"
-	  "\"session_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},"
-	  "\"tail\":{\"type\":\"string\"}},\"required\":[\"status\"]}",
-	  WR ("true", "false", "true"), ab_mcp_tool_exec },
+	  "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\","
+	  "\"description\":\"A shell command, run with /bin/sh -c\"},\"argv\":{\"type\":\"array\","
+	  "\"items\":{\"type\":\"string\"},\"minItems\":1,"
+	  "\"description\":\"The program and its arguments (instead of command)\"},\"workdir\":{"
+	  "\"type\":\"string\","
+	  "\"description\":\"Working directory inside the sandbox (default: the sandbox's)\"},"
+	  "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+	  "\"description\":\"Variables added to the sandbox's environment\"},\"timeout\":{"
+	  "\"type\":\"number\",\"exclusiveMinimum\":0,"
+	  "\"description\":\"Seconds before the process group is killed (default: the sandbox's "
+	  "limit)\"},"
+	  "\"pty\":{\"type\":\"boolean\",\"description\":\"Run in a pseudo-terminal\"},"
+	  "\"background\":{\"type\":\"boolean\","
+	  "\"description\":\"Return at once with a session_id\"},\"yield_ms\":{"
+	  "\"type\":\"integer\",\"minimum\":0,\"maximum\":120000,"
+	  "\"description\":\"How long to wait before returning a session_id (default 10000)\"},"
+	  "\"stdin\":{\"type\":\"string\","
+	  "\"description\":\"Text written to the process's stdin (closed after it unless pty or "
+	  "background)\"}},"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\",\"enum\":["
+	  "\"exited\",\"timed_out\",\"running\"]},\"exit_code\":{\"type\":\"integer\"},\"signal\":{"
+	  "\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},\"stdout\":{"
+	  "\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"truncated\":{"
+	  "\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},\"stderr_bytes\":{"
+	  "\"type\":\"integer\"},\"duration_ms\":{\"type\":\"integer\"},\"exec_error\":{"
+	  "\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},\"pid\":{"
+	  "\"type\":\"integer\"},\"tail\":{\"type\":\"string\"}},\"required\":[\"status\"]}",
+	  WR (true, false, true), ab_mcp_tool_exec },
 	{ "sandbox_process", "Manage a running command",
 	  "Follow and drive commands that sandbox_exec left running. action: list (this "
 	  "session's processes), poll (output since the last poll, or from offset; wait_ms "
-	  "waits for more), log (output from offset, limit bytes), write (data to stdin; eof "
-	  "closes it), send_keys (keys like Enter, Tab, Escape, Up, Down, Left, Right, C-c, "
-	  "C-d, M-x, F1; other strings are typed as they are), kill (signal, default KILL, to "
-	  "the process group), remove (kill if running and forget).",
+	  "waits for more), log (output from offset, limit bytes), write (data to stdin; "
+	  "eof closes it), send_keys (keys like Enter, Tab, Escape, Up, Down, Left, Right, "
+	  "C-c, C-d, M-x, F1; other strings are typed as they are), kill (signal, default "
+	  "KILL, to the process group), remove (kill if running and forget).",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"poll\",\"log\",\"write\","
-	  "\"send_keys\",\"kill\",\"remove\"]},"
-	  "\"session_id\":" STR (
-	          "The session_id sandbox_exec returned") ","
-	                                                  "\"data\":" STR ("write: the text for "
-	                                                                   "stdin") ","
-	                                                                            "\"eof\""
-	                                                                            ":" BOOL ("writ"
-	                                                                                      "e: "
-	                                                                                      "clos"
-	                                                                                      "e "
-	                                                                                      "stdi"
-	                                                                                      "n "
-	                                                                                      "afte"
-	                                                                                      "rwar"
-	                                                                                      "ds") ","
-	                                                                                            "\"keys\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-	                                                                                            "\"description\":\"send_keys: key names or literal text\"},"
-	                                                                                            "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":"
-	                                                                                            "\"poll/log: byte offset in the output\"},"
-	                                                                                            "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-	                                                                                            "\"poll/log: at most this many bytes (default 1 MiB)\"},"
-	                                                                                            "\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":30000,\"description\":"
-	                                                                                            "\"poll: wait this long for output or the exit\"},"
-	                                                                                            "\"signal\":" STR (
-	                                                                                                    "kill: the signal name or number (default KILL)") "},"
-	                                                                                                                                                      "\"required\":[\"action\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"action\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},"
-	  "\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\",\"timed_out\","
-	  "\"failed\"]},"
-	  "\"exit_code\":{\"type\":\"integer\"},\"signal\":{\"type\":\"integer\"},"
-	  "\"output\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\"},"
-	  "\"next_offset\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},"
-	  "\"more\":{\"type\":\"boolean\"},\"written\":{\"type\":\"integer\"},"
-	  "\"removed\":{\"type\":\"boolean\"},"
-	  "\"sessions\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	  "\"session_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},"
-	  "\"command\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
-	  "\"exit_code\":{\"type\":\"integer\"},\"pty\":{\"type\":\"boolean\"},"
-	  "\"output_bytes\":{\"type\":\"integer\"},\"runtime_ms\":{\"type\":\"integer\"}},"
-	  "\"required\":[\"session_id\",\"status\"]}}},\"required\":[\"action\"]}",
-	  WR ("true", "false", "false"), ab_mcp_tool_process },
+	  "{\"type\":\"object\",\"properties\":{\"action\":{\"type\":\"string\",\"enum\":[\"list\","
+	  "\"poll\",\"log\",\"write\",\"send_keys\",\"kill\",\"remove\"]},\"session_id\":{"
+	  "\"type\":\"string\",\"description\":\"The session_id sandbox_exec returned\"},\"data\":{"
+	  "\"type\":\"string\",\"description\":\"write: the text for stdin\"},\"eof\":{"
+	  "\"type\":\"boolean\",\"description\":\"write: close stdin afterwards\"},\"keys\":{"
+	  "\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+	  "\"description\":\"send_keys: key names or literal text\"},\"offset\":{"
+	  "\"type\":\"integer\",\"minimum\":0,"
+	  "\"description\":\"poll/log: byte offset in the output\"},\"limit\":{"
+	  "\"type\":\"integer\",\"minimum\":1,"
+	  "\"description\":\"poll/log: at most this many bytes (default 1 MiB)\"},\"wait_ms\":{"
+	  "\"type\":\"integer\",\"minimum\":0,\"maximum\":30000,"
+	  "\"description\":\"poll: wait this long for output or the exit\"},\"signal\":{"
+	  "\"type\":\"string\","
+	  "\"description\":\"kill: the signal name or number (default KILL)\"}},\"required\":["
+	  "\"action\"],\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"action\":{\"type\":\"string\"},\"session_id\":{"
+	  "\"type\":\"string\"},\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\","
+	  "\"timed_out\",\"failed\"]},\"exit_code\":{\"type\":\"integer\"},\"signal\":{"
+	  "\"type\":\"integer\"},\"output\":{\"type\":\"string\"},\"offset\":{"
+	  "\"type\":\"integer\"},\"next_offset\":{\"type\":\"integer\"},\"dropped\":{"
+	  "\"type\":\"integer\"},\"more\":{\"type\":\"boolean\"},\"written\":{"
+	  "\"type\":\"integer\"},\"removed\":{\"type\":\"boolean\"},\"sessions\":{"
+	  "\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"session_id\":{"
+	  "\"type\":\"string\"},\"pid\":{\"type\":\"integer\"},\"command\":{\"type\":\"string\"},"
+	  "\"status\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\"},\"pty\":{"
+	  "\"type\":\"boolean\"},\"output_bytes\":{\"type\":\"integer\"},\"runtime_ms\":{"
+	  "\"type\":\"integer\"}},\"required\":[\"session_id\",\"status\"]}}},\"required\":["
+	  "\"action\"]}",
+	  WR (true, false, false), ab_mcp_tool_process },
 	{ "read_file", "Read a file in the sandbox",
 	  "Read a file inside the sandbox: text (UTF-8) or base64. At most 4 MiB per call "
 	  "(offset and limit read a range; truncated says there is more).",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"path\":" STR (
-	          "Absolute path inside the sandbox (relative: to the workspace)") ","
-	                                                                           "\"encoding\":{"
-	                                                                           "\"type\":"
-	                                                                           "\"string\","
-	                                                                           "\"enum\":["
-	                                                                           "\"text\","
-	                                                                           "\"base64\"],"
-	                                                                           "\"default\":"
-	                                                                           "\"text\"},"
-	                                                                           "\"offset\":{"
-	                                                                           "\"type\":"
-	                                                                           "\"integer\","
-	                                                                           "\"minimum\":0},"
-	                                                                           "\"limit\":{"
-	                                                                           "\"type\":"
-	                                                                           "\"integer\","
-	                                                                           "\"minimum\":1,"
-	                                                                           "\"maximum\":"
-	                                                                           "4194304}},"
-	                                                                           "\"required\":["
-	                                                                           "\"path\"],"
-	                                                                           "\"additionalPro"
-	                                                                           "perties\":"
-	                                                                           "false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	  "\"encoding\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
-	  "\"size\":{\"type\":\"integer\"},\"offset\":{\"type\":\"integer\"},"
-	  "\"length\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
-	  "\"required\":[\"path\",\"content\",\"encoding\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+	  "\"description\":\"Absolute path inside the sandbox (relative: to the workspace)\"},"
+	  "\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"],\"default\":\"text\"},"
+	  "\"offset\":{\"type\":\"integer\",\"minimum\":0},\"limit\":{\"type\":\"integer\","
+	  "\"minimum\":1,\"maximum\":4194304}},\"required\":[\"path\"],"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"encoding\":{"
+	  "\"type\":\"string\"},\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+	  "\"offset\":{\"type\":\"integer\"},\"length\":{\"type\":\"integer\"},\"truncated\":{"
+	  "\"type\":\"boolean\"}},\"required\":[\"path\",\"content\",\"encoding\"]}",
 	  RO, ab_mcp_tool_read_file },
 	{ "write_file", "Write a file in the sandbox",
-	  "Create or replace a file inside the sandbox (atomically: readers see the old or the "
-	  "new file). Missing parent directories are created unless create_dirs is false.",
+	  "Create or replace a file inside the sandbox (atomically: readers see the old or "
+	  "the new file). Missing parent directories are created unless create_dirs is "
+	  "false.",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"path\":" STR (
-	          "Absolute path inside the sandbox (relative: to the workspace)") ","
-	                                                                           "\"content\""
-	                                                                           ":" STR (
-	                                                                                   "The "
-	                                                                                   "file's "
-	                                                                                   "content"
-	                                                                                   " (text,"
-	                                                                                   " or "
-	                                                                                   "base64 "
-	                                                                                   "with "
-	                                                                                   "encodin"
-	                                                                                   "g "
-	                                                                                   "base64"
-	                                                                                   ")") ","
-	                                                                                        "\""
-	                                                                                        "en"
-	                                                                                        "co"
-	                                                                                        "di"
-	                                                                                        "ng"
-	                                                                                        "\""
-	                                                                                        ":{"
-	                                                                                        "\""
-	                                                                                        "ty"
-	                                                                                        "pe"
-	                                                                                        "\""
-	                                                                                        ":"
-	                                                                                        "\""
-	                                                                                        "st"
-	                                                                                        "ri"
-	                                                                                        "ng"
-	                                                                                        "\""
-	                                                                                        ","
-	                                                                                        "\""
-	                                                                                        "en"
-	                                                                                        "um"
-	                                                                                        "\""
-	                                                                                        ":["
-	                                                                                        "\""
-	                                                                                        "te"
-	                                                                                        "xt"
-	                                                                                        "\""
-	                                                                                        ","
-	                                                                                        "\""
-	                                                                                        "ba"
-	                                                                                        "se"
-	                                                                                        "64"
-	                                                                                        "\""
-	                                                                                        "],"
-	                                                                                        "\""
-	                                                                                        "de"
-	                                                                                        "fa"
-	                                                                                        "ul"
-	                                                                                        "t"
-	                                                                                        "\""
-	                                                                                        ":"
-	                                                                                        "\""
-	                                                                                        "te"
-	                                                                                        "xt"
-	                                                                                        "\""
-	                                                                                        "},"
-	                                                                                        "\""
-	                                                                                        "mo"
-	                                                                                        "de"
-	                                                                                        "\""
-	                                                                                        ":" STR (
-	                                                                                                "Octal permission bits, e.g. 0755 (default 0644)") ","
-	                                                                                                                                                   "\"create_dirs\":" BOOL (
-	                                                                                                                                                           "Create missing parent directories (default true)") "},"
-	                                                                                                                                                                                                               "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	  "\"size\":{\"type\":\"integer\"}},\"required\":[\"path\",\"size\"]}",
-	  WR ("true", "true", "false"), ab_mcp_tool_write_file },
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+	  "\"description\":\"Absolute path inside the sandbox (relative: to the workspace)\"},"
+	  "\"content\":{\"type\":\"string\",\"description\":\"The file's content (text,"
+	  " or base64 with encoding base64)\"},\"encoding\":{\"type\":\"string\",\"enum\":["
+	  "\"text\",\"base64\"],\"default\":\"text\"},\"mode\":{\"type\":\"string\","
+	  "\"description\":\"Octal permission bits, e.g. 0755 (default 0644)\"},\"create_dirs\":{"
+	  "\"type\":\"boolean\","
+	  "\"description\":\"Create missing parent directories (default true)\"}},\"required\":["
+	  "\"path\",\"content\"],\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"size\":{"
+	  "\"type\":\"integer\"}},\"required\":[\"path\",\"size\"]}",
+	  WR (true, true, false), ab_mcp_tool_write_file },
 	{ "list_dir", "List a directory in the sandbox",
-	  "The entries of a directory inside the sandbox (name, type, size, mode, mtime_ms).",
+	  "The entries of a directory inside the sandbox (name, type, size, mode, "
+	  "mtime_ms).",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{\"path\":" STR (
-	          "Directory inside the sandbox (default: the workspace)") "},"
-	                                                                   "\"additionalProperties"
-	                                                                   "\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	  "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	  "\"name\":{\"type\":\"string\"}," STAT_PROPS "},\"required\":[\"name\",\"type\"]}},"
-	  "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"entries\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+	  "\"description\":\"Directory inside the sandbox (default: the workspace)\"}},"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"entries\":{"
+	  "\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{"
+	  "\"type\":\"string\"},\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"dir\","
+	  "\"symlink\",\"other\"]},\"size\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"},"
+	  "\"mtime_ms\":{\"type\":\"integer\"}},\"required\":[\"name\",\"type\"]}},\"truncated\":{"
+	  "\"type\":\"boolean\"}},\"required\":[\"path\",\"entries\"]}",
 	  RO, ab_mcp_tool_list_dir },
 	{ "stat", "Stat a path in the sandbox",
 	  "Type, size, permission bits and modification time of a path inside the sandbox "
 	  "(a symlink is not followed).",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{\"path\":" STR (
-	          "Path inside the sandbox") "},"
-	                                     "\"required\":[\"path\"],\"additionalProperties\":"
-	                                     "false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}," STAT_PROPS
-	  "},\"required\":[\"path\",\"type\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+	  "\"description\":\"Path inside the sandbox\"}},\"required\":[\"path\"],"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"type\":{"
+	  "\"type\":\"string\",\"enum\":[\"file\",\"dir\",\"symlink\",\"other\"]},\"size\":{"
+	  "\"type\":\"integer\"},\"mode\":{\"type\":\"string\"},\"mtime_ms\":{"
+	  "\"type\":\"integer\"}},\"required\":[\"path\",\"type\"]}",
 	  RO, ab_mcp_tool_stat },
 	{ "remove", "Remove a path in the sandbox",
 	  "Remove a file, a symlink (not its target) or, with recursive, a directory tree "
 	  "inside the sandbox.",
 	  SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{\"path\":" STR (
-	          "Path inside the sandbox") ","
-	                                     "\"recursive\":" BOOL ("Remove a directory and "
-	                                                            "everything in it") "},"
-	                                                                                "\"required"
-	                                                                                "\":["
-	                                                                                "\"path\"],"
-	                                                                                "\"addition"
-	                                                                                "alProperti"
-	                                                                                "es\":"
-	                                                                                "false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-	  "\"removed\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"removed\"]}",
-	  WR ("true", "true", "false"), ab_mcp_tool_remove },
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+	  "\"description\":\"Path inside the sandbox\"},\"recursive\":{\"type\":\"boolean\","
+	  "\"description\":\"Remove a directory and everything in it\"}},\"required\":[\"path\"],"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"removed\":{"
+	  "\"type\":\"boolean\"}},\"required\":[\"path\",\"removed\"]}",
+	  WR (true, true, false), ab_mcp_tool_remove },
 	{ "move", "Move or rename a path in the sandbox",
 	  "Rename a file or directory inside the sandbox (replacing the target).", SANDBOX,
-	  "{\"type\":\"object\",\"properties\":{\"from\":" STR (
-	          "Path inside the sandbox") ","
-	                                     "\"to\":" STR (
-	                                             "New path inside the sandbox") "},"
-	                                                                            "\"required\":["
-	                                                                            "\"from\","
-	                                                                            "\"to\"],"
-	                                                                            "\"additionalPr"
-	                                                                            "operties\":"
-	                                                                            "false}",
-	  "{\"type\":\"object\",\"properties\":{\"from\":{\"type\":\"string\"},"
-	  "\"to\":{\"type\":\"string\"}},\"required\":[\"from\",\"to\"]}",
-	  WR ("true", "false", "false"), ab_mcp_tool_move },
+	  "{\"type\":\"object\",\"properties\":{\"from\":{\"type\":\"string\","
+	  "\"description\":\"Path inside the sandbox\"},\"to\":{\"type\":\"string\","
+	  "\"description\":\"New path inside the sandbox\"}},\"required\":[\"from\",\"to\"],"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"from\":{\"type\":\"string\"},\"to\":{"
+	  "\"type\":\"string\"}},\"required\":[\"from\",\"to\"]}",
+	  WR (true, false, false), ab_mcp_tool_move },
 	{ "port_url", "Preview URL of a port",
-	  "A URL that reaches a server listening on 127.0.0.1:port inside the sandbox, through "
-	  "the daemon's port proxy (authorised by the sandbox's own port token). url is null "
-	  "when the daemon has no TCP listener (agentbox serve --listen).",
+	  "A URL that reaches a server listening on 127.0.0.1:port inside the sandbox, "
+	  "through the daemon's port proxy (authorised by the sandbox's own port token). "
+	  "url is null when the daemon has no TCP listener (agentbox serve --listen).",
 	  SANDBOX,
 	  "{\"type\":\"object\",\"properties\":{\"port\":{\"type\":\"integer\",\"minimum\":1,"
 	  "\"maximum\":65535}},\"required\":[\"port\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},"
-	  "\"url\":{\"type\":[\"string\",\"null\"]},\"path\":{\"type\":\"string\"},"
-	  "\"token\":{\"type\":\"string\"},\"listening\":{\"type\":\"boolean\"}},"
-	  "\"required\":[\"port\",\"path\",\"listening\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},\"url\":{\"type\":["
+	  "\"string\",\"null\"]},\"path\":{\"type\":\"string\"},\"token\":{\"type\":\"string\"},"
+	  "\"listening\":{\"type\":\"boolean\"}},\"required\":[\"port\",\"path\",\"listening\"]}",
 	  RO, tool_port_url },
 	{ "sandbox_create", "Create a sandbox",
-	  "Start a new sandbox in the daemon. It is destroyed when this MCP session ends unless "
-	  "keep is true. image is a root filesystem directory on the host (default: the host's "
-	  "root, read-only).",
+	  "Start a new sandbox in the daemon. It is destroyed when this MCP session ends "
+	  "unless keep is true. image is a root filesystem directory on the host (default: "
+	  "the host's root, read-only).",
 	  LIFECYCLE,
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"image\":" STR (
-	          "Root filesystem: a directory on the host") ","
-	                                                      "\"backend\":{\"type\":\"string\","
-	                                                      "\"enum\":[\"auto\",\"native\","
-	                                                      "\"gvisor\",\"microvm\","
-	                                                      "\"docker\"]},"
-	                                                      "\"limits\":{\"type\":\"object\","
-	                                                      "\"description\":\"memory, pids, "
-	                                                      "cpus, timeout, "
-	                                                      "kill_grace, nofile (as POST "
-	                                                      "/v1/sandboxes)\"},"
-	                                                      "\"network\":{\"type\":\"string\","
-	                                                      "\"enum\":[\"none\",\"proxy\"]},"
-	                                                      "\"egress\":{\"type\":\"object\","
-	                                                      "\"description\":\"allow_hosts, "
-	                                                      "deny_hosts, "
-	                                                      "allow_cidrs (with network proxy)\"},"
-	                                                      "\"env\":{\"type\":\"object\","
-	                                                      "\"additionalProperties\":{\"type\":"
-	                                                      "\"string\"}},"
-	                                                      "\"ttl\":" STR (
-	                                                              "Lifetime, e.g. 1h") ","
-	                                                                                   "\"label"
-	                                                                                   "s\":{"
-	                                                                                   "\"type"
-	                                                                                   "\":"
-	                                                                                   "\"objec"
-	                                                                                   "t\","
-	                                                                                   "\"addit"
-	                                                                                   "ionalPr"
-	                                                                                   "opertie"
-	                                                                                   "s\":{"
-	                                                                                   "\"type"
-	                                                                                   "\":"
-	                                                                                   "\"strin"
-	                                                                                   "g\"}},"
-	                                                                                   "\"keep"
-	                                                                                   "\""
-	                                                                                   ":" BOOL (
-	                                                                                           "Keep it after this MCP session ends") "},"
-	                                                                                                                                  "\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-	  "\"state\":{\"type\":\"string\"},\"backend\":{\"type\":\"string\"},"
-	  "\"keep\":{\"type\":\"boolean\"}},\"required\":[\"sandbox_id\",\"state\"]}",
-	  WR ("false", "false", "false"), tool_create },
+	  "{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\","
+	  "\"description\":\"Root filesystem: a directory on the host\"},\"backend\":{"
+	  "\"type\":\"string\",\"enum\":[\"auto\",\"native\",\"gvisor\",\"microvm\",\"docker\"]},"
+	  "\"limits\":{\"type\":\"object\",\"description\":\"memory, pids, cpus, timeout,"
+	  " kill_grace, nofile (as POST /v1/sandboxes)\"},\"network\":{\"type\":\"string\","
+	  "\"enum\":[\"none\",\"proxy\"]},\"egress\":{\"type\":\"object\","
+	  "\"description\":\"allow_hosts, deny_hosts, allow_cidrs (with network proxy)\"},\"env\":{"
+	  "\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},\"ttl\":{"
+	  "\"type\":\"string\",\"description\":\"Lifetime, e.g. 1h\"},\"labels\":{"
+	  "\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},\"keep\":{"
+	  "\"type\":\"boolean\",\"description\":\"Keep it after this MCP session ends\"}},"
+	  "\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"state\":{"
+	  "\"type\":\"string\"},\"backend\":{\"type\":\"string\"},\"keep\":{\"type\":\"boolean\"}},"
+	  "\"required\":[\"sandbox_id\",\"state\"]}",
+	  WR (false, false, false), tool_create },
 	{ "sandbox_list", "List sandboxes", "The daemon's sandboxes.", LIFECYCLE,
 	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":{"
-	  "\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-	  "\"state\":{\"type\":\"string\"},\"backend\":{\"type\":\"string\"},"
-	  "\"created_at\":{\"type\":\"string\"},\"labels\":{\"type\":\"object\"}},"
-	  "\"required\":[\"sandbox_id\",\"state\"]}}},\"required\":[\"sandboxes\"]}",
+	  "\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"state\":{"
+	  "\"type\":\"string\"},\"backend\":{\"type\":\"string\"},\"created_at\":{"
+	  "\"type\":\"string\"},\"labels\":{\"type\":\"object\"}},\"required\":[\"sandbox_id\","
+	  "\"state\"]}}},\"required\":[\"sandboxes\"]}",
 	  RO, tool_list },
 	{ "sandbox_destroy", "Destroy a sandbox", "Destroy a sandbox and everything running in it.",
 	  LIFECYCLE,
-	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":" STR (
-	          "The sandbox") "},"
-	                         "\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\","
+	  "\"description\":\"The sandbox\"}},\"required\":[\"sandbox_id\"],"
+	  "\"additionalProperties\":false}",
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 	  "\"destroyed\":{\"type\":\"boolean\"}},\"required\":[\"sandbox_id\",\"destroyed\"]}",
-	  WR ("true", "true", "false"), tool_destroy },
+	  WR (true, true, false), tool_destroy },
 };
 
 #define N_TOOLS (sizeof tools / sizeof *tools)
