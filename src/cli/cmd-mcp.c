@@ -292,22 +292,33 @@ drain (struct relay_s *r, int seconds)
 	pthread_mutex_unlock (&r->lock);
 }
 
+/* "--NAME VALUE" or "--NAME=VALUE" at argv[*i]: the value, else NULL. */
+static const char *
+option (int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen (name);
+
+	if (strncmp (argv[*i], name, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] == '\0' && *i + 1 < argc)
+		return argv[++*i];
+	return NULL;
+}
+
 static int
 parse_args (int argc, char **argv, const char **host, const char **sandbox)
 {
+	const char *v;
+
 	*host = ab_client_take_host (&argc, argv);
 	*sandbox = NULL;
 	for (int i = 1; i < argc; i++) {
-		if ((strcmp (argv[i], "--sandbox") == 0 || strcmp (argv[i], "--socket") == 0)
-		    && i + 1 < argc) {
-			if (argv[i][2] == 's' && argv[i][3] == 'a')
-				*sandbox = argv[++i];
-			else
-				*host = argv[++i];
-		} else if (strncmp (argv[i], "--sandbox=", 10) == 0)
-			*sandbox = argv[i] + 10;
-		else if (strncmp (argv[i], "--socket=", 9) == 0)
-			*host = argv[i] + 9;
+		if ((v = option (argc, argv, &i, "--sandbox")))
+			*sandbox = v;
+		else if ((v = option (argc, argv, &i, "--socket")))
+			*host = v;
 		else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
 			fputs (usage, stderr);
 			return 1;
@@ -317,6 +328,42 @@ parse_args (int argc, char **argv, const char **host, const char **sandbox)
 		}
 	}
 	return 0;
+}
+
+/* SIGTERM, SIGINT, SIGHUP (a client that stops us rather than closing
+ * stdin): end the session, its processes with it, then exit. */
+static void *
+signal_main (void *arg)
+{
+	struct relay_s *r = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	if (sigwait (&set, &sig) == 0) {
+		end_session (r);
+		_exit (128 + sig);
+	}
+	return NULL;
+}
+
+static void
+watch_signals (struct relay_s *r)
+{
+	sigset_t set;
+	pthread_t t;
+
+	sigemptyset (&set);
+	sigaddset (&set, SIGTERM);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGHUP);
+	/* Blocked before any other thread starts, so only sigwait takes them. */
+	pthread_sigmask (SIG_BLOCK, &set, NULL);
+	if (pthread_create (&t, NULL, signal_main, r) == 0)
+		pthread_detach (t);
 }
 
 int
@@ -337,6 +384,7 @@ ab_cmd_mcp (int argc, char **argv)
 	pthread_mutex_init (&r.lock, NULL);
 	pthread_cond_init (&r.idle, NULL);
 	r.path = sandbox ? xasprintf ("/v1/sandboxes/%s/mcp", sandbox) : xstrdup ("/v1/mcp");
+	watch_signals (&r);
 	for (;;) {
 		char *line = NULL;
 		size_t len;

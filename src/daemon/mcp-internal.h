@@ -146,8 +146,9 @@ json_t *ab_mcp_result (json_t *structured, const char *text);
 json_t *ab_mcp_result_json (json_t *structured);
 /* A tool's failure as a result with isError. */
 json_t *ab_mcp_tool_error (const ab_error_t *err);
-/* Valid UTF-8 of the bytes (malformed sequences become U+FFFD). */
-char *ab_mcp_utf8 (const void *buf, size_t len);
+/* Valid UTF-8 of the bytes (malformed sequences become U+FFFD), its length
+ * in *out_len (NUL bytes are kept: put it in JSON with json_stringn). */
+char *ab_mcp_utf8 (const void *buf, size_t len, size_t *out_len);
 
 /* Each tool: its result, or NULL with err (made an isError result). */
 json_t *ab_mcp_tool_exec (struct ab_mcp_call_s *call, ab_error_t *err);

@@ -118,16 +118,17 @@ status_of (const struct ab_mcp_job_s *j)
 static json_t *
 exited_result (const struct ab_mcp_job_s *j, const struct exec_args_s *x)
 {
-	cleanup_free char *out = ab_mcp_utf8 (j->out[0].buf, j->out[0].len);
-	cleanup_free char *errs = ab_mcp_utf8 (j->out[1].buf, j->out[1].len);
+	size_t n_out, n_err;
+	cleanup_free char *out = ab_mcp_utf8 (j->out[0].buf, j->out[0].len, &n_out);
+	cleanup_free char *errs = ab_mcp_utf8 (j->out[1].buf, j->out[1].len, &n_err);
 	bool trunc = j->out[0].total > j->out[0].len || j->out[1].total > j->out[1].len;
 	int code = ab_exit_code (&j->exit);
 	int sig = WIFSIGNALED (j->exit.wait_status) ? WTERMSIG (j->exit.wait_status) : 0;
-	json_t *st = json_pack ("{s:s, s:i, s:i, s:b, s:s, s:s, s:b, s:I, s:I, s:I}", "status",
+	json_t *st = json_pack ("{s:s, s:i, s:i, s:b, s:s%, s:s%, s:b, s:I, s:I, s:I}", "status",
 	                        status_of (j), "exit_code", code, "signal", sig, "timed_out",
-	                        j->exit.timed_out, "stdout", out, "stderr", errs, "truncated",
-	                        trunc, "stdout_bytes", (json_int_t)j->out[0].total, "stderr_bytes",
-	                        (json_int_t)j->out[1].total, "duration_ms",
+	                        j->exit.timed_out, "stdout", out, n_out, "stderr", errs, n_err,
+	                        "truncated", trunc, "stdout_bytes", (json_int_t)j->out[0].total,
+	                        "stderr_bytes", (json_int_t)j->out[1].total, "duration_ms",
 	                        (json_int_t)(j->ended_ms - j->started_ms));
 	cleanup_free char *tail = NULL;
 	bool failed = j->exit.timed_out || j->exit.exec_errno;
@@ -164,13 +165,14 @@ running_result (struct ab_mcp_job_s *j)
 	cleanup_free char *raw =
 	        ab_mcp_job_log (j, j->log_total > AB_MCP_TAIL ? j->log_total - AB_MCP_TAIL : 0,
 	                        AB_MCP_TAIL, &start, &len);
-	cleanup_free char *tail = ab_mcp_utf8 (raw, len);
+	size_t n;
+	cleanup_free char *tail = ab_mcp_utf8 (raw, len, &n);
 	cleanup_free char *text =
 	        xasprintf ("still running as %s (pid %u); follow it with sandbox_process poll%s%s",
 	                   j->id, j->pid, tail[0] ? "; output so far:\n" : "", tail);
 
-	return ab_mcp_result (json_pack ("{s:s, s:s, s:i, s:s}", "status", "running", "session_id",
-	                                 j->id, "pid", (int)j->pid, "tail", tail),
+	return ab_mcp_result (json_pack ("{s:s, s:s, s:i, s:s%}", "status", "running", "session_id",
+	                                 j->id, "pid", (int)j->pid, "tail", tail, n),
 	                      text);
 }
 
@@ -391,9 +393,10 @@ do_read (struct ab_mcp_call_s *call, struct ab_mcp_job_s *j, const struct proc_a
 	cleanup_free char *raw = ab_mcp_job_log (j, off, limit, &start, &len);
 	if (poll)
 		j->poll_off = start + len;
-	cleanup_free char *text = ab_mcp_utf8 (raw, len);
-	o = json_pack ("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "action", a->action, "session_id",
-	               j->id, "output", text, "offset", (json_int_t)start, "next_offset",
+	size_t n;
+	cleanup_free char *text = ab_mcp_utf8 (raw, len, &n);
+	o = json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:I, s:b}", "action", a->action, "session_id",
+	               j->id, "output", text, n, "offset", (json_int_t)start, "next_offset",
 	               (json_int_t)(start + len), "dropped",
 	               (json_int_t)(start > off ? start - off : 0), "more",
 	               j->log_total > start + len);
@@ -484,7 +487,12 @@ do_write (struct ab_mcp_call_s *call, struct ab_mcp_job_s *j, const struct proc_
 			key_bytes (json_string_value (k), &buf, &len);
 		}
 	}
-	if (!j->stdin_open)
+	pthread_mutex_lock (&call->s->lock);
+	bool open = j->stdin_open;
+	if (a->eof)
+		j->stdin_open = false;
+	pthread_mutex_unlock (&call->s->lock);
+	if (!open)
 		return ab_error (err, 0, AB_E_CONFLICT,
 		                 "%s has no open stdin (start it with pty or background)", j->id),
 		       NULL;
@@ -497,8 +505,6 @@ do_write (struct ab_mcp_call_s *call, struct ab_mcp_job_s *j, const struct proc_
 	ab_agent_close (c);
 	if (rc < 0)
 		return NULL;
-	if (a->eof)
-		j->stdin_open = false;
 	return ab_mcp_result_json (json_pack ("{s:s, s:s, s:I}", "action", a->action, "session_id",
 	                                      j->id, "written", (json_int_t)len));
 }

@@ -110,6 +110,7 @@ ab_mcp_tool_read_file (struct ab_mcp_call_s *call, ab_error_t *err)
 	struct read_s r = { 0 };
 	struct ab_agent_file_sink_s sink = { .begin = rd_begin, .data = rd_data, .ctx = &r };
 	cleanup_free char *content = NULL;
+	size_t clen = 0;
 	ab_agent_conn_t *c;
 	size_t n;
 	int rc;
@@ -135,20 +136,25 @@ ab_mcp_tool_read_file (struct ab_mcp_call_s *call, ab_error_t *err)
 		return fail (err, "read_file", path);
 	}
 	ab_error_clear (err);
-	if (strcmp (enc, "base64") == 0)
+	if (strcmp (enc, "base64") == 0) {
 		content = ab_base64_encode (r.buf ? r.buf : "", r.len);
-	else if ((n = valid_prefix (r.buf ? r.buf : "", r.len, r.more)) == (size_t)-1) {
+		clen = strlen (content);
+	} else if ((n = valid_prefix (r.buf ? r.buf : "", r.len, r.more)) == (size_t)-1) {
 		free (r.buf);
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "read_file %s: not UTF-8 text (read it with encoding base64)",
 		                 path),
 		       NULL;
-	} else
-		content = xstrndup (r.buf ? r.buf : "", n);
+	} else {
+		content = xmalloc (n + 1);
+		memcpy (content, r.buf ? r.buf : "", n);
+		content[n] = '\0';
+		clen = n;
+	}
 	free (r.buf);
-	json_t *o = json_pack ("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "path", path, "encoding", enc,
-	                       "content", content, "size", (json_int_t)r.size, "offset", offset,
-	                       "length", (json_int_t)r.len, "truncated", r.more);
+	json_t *o = json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:I, s:b}", "path", path, "encoding",
+	                       enc, "content", content, clen, "size", (json_int_t)r.size, "offset",
+	                       offset, "length", (json_int_t)r.len, "truncated", r.more);
 	return ab_mcp_result (o, content);
 }
 

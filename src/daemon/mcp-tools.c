@@ -307,6 +307,9 @@ ab_mcp_tools_list (bool bound)
 json_t *
 ab_mcp_result (json_t *structured, const char *text)
 {
+	if (!structured) /* a json_pack that failed: a bug, but never a crash */
+		return json_pack ("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+		                  "internal error: the result could not be built", "isError", true);
 	return json_pack ("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
 	                  "structuredContent", structured, "isError", false);
 }
@@ -334,7 +337,7 @@ seq_len (const uint8_t *p, size_t left)
 }
 
 char *
-ab_mcp_utf8 (const void *buf, size_t len)
+ab_mcp_utf8 (const void *buf, size_t len, size_t *out_len)
 {
 	const uint8_t *p = buf;
 	char *out, *o;
@@ -343,6 +346,7 @@ ab_mcp_utf8 (const void *buf, size_t len)
 		out = xmalloc (len + 1);
 		memcpy (out, p, len);
 		out[len] = '\0';
+		*out_len = len;
 		return out;
 	}
 	out = o = xmalloc (len * 3 + 1);
@@ -359,6 +363,7 @@ ab_mcp_utf8 (const void *buf, size_t len)
 		i += n;
 	}
 	*o = '\0';
+	*out_len = (size_t)(o - out);
 	return out;
 }
 

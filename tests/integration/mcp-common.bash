@@ -10,7 +10,13 @@ mcp_setup() {
 	daemon_setup
 	: "${AGENTBOX_NPM_DIR:=$BATS_TEST_DIRNAME/../../build/npm}"
 	export AGENTBOX_NPM_DIR AGENTBOX
-	if [ ! -d "$AGENTBOX_NPM_DIR/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
+}
+
+# need_clients: skip a test that drives the official clients when they are
+# not installed (scripts/install-deps puts them in build/npm/mcp).
+need_clients() {
+	if [ ! -d "$AGENTBOX_NPM_DIR/mcp/node_modules/@modelcontextprotocol/sdk" ] ||
+		[ ! -d "$AGENTBOX_NPM_DIR/mcp/node_modules/@modelcontextprotocol/client" ]; then
 		skip "the MCP clients are not installed in $AGENTBOX_NPM_DIR/mcp"
 	fi
 }

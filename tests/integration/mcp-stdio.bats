@@ -14,6 +14,7 @@ teardown() {
 }
 
 @test "SDK 1.x over stdio, bound to a sandbox: every tool; the session's processes end with it" {
+	need_clients
 	id="$(create '{"backend": "native"}')"
 	run mcp_node MCP_SDK=v1 MCP_TRANSPORT=stdio MCP_SANDBOX="$id"
 	echo "$output"
@@ -27,6 +28,7 @@ teardown() {
 }
 
 @test "client 2.x over stdio, unbound: lifecycle tools and every tool" {
+	need_clients
 	run mcp_node MCP_SDK=v2 MCP_TRANSPORT=stdio MCP_SANDBOX=
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -98,4 +100,28 @@ teardown() {
 	[ -n "$gone" ] && [ "$gone" != null ]
 	[ "$(api_status "/v1/sandboxes/$gone")" = 404 ]
 	[ "$(api_status "/v1/sandboxes/$kept")" = 200 ]
+}
+
+@test "stdio: SIGTERM to the relay ends the session and its processes" {
+	id="$(create '{"backend": "native"}')"
+	mkfifo "$D/in"
+	"$AGENTBOX" mcp --sandbox "$id" <"$D/in" >"$D/out" 2>"$D/mcp-stderr" &
+	relay=$!
+	BG_PIDS+=("$relay")
+	exec 5>"$D/in"
+	echo "$INIT" >&5
+	echo "$INITED" >&5
+	echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"sleep 300","background":true}}}' >&5
+	for _ in $(seq 100); do
+		[ "$(wc -l <"$D/out")" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(jq -r 'select(.id == 2) | .result.structuredContent.status' "$D/out")" = running ]
+	[ "$(running_count "$id")" = 1 ]
+	kill -TERM "$relay"
+	st=0
+	wait "$relay" || st=$?
+	[ "$st" -eq $((128 + 15)) ]
+	exec 5>&-
+	[ "$(running_count "$id")" = 0 ]
 }
