@@ -342,6 +342,9 @@ ab_mcp_utf8 (const void *buf, size_t len, size_t *out_len)
 	const uint8_t *p = buf;
 	char *out, *o;
 
+	*out_len = 0;
+	if (len == 0)
+		return xstrdup ("");
 	if (ab_ws_utf8_valid (p, len)) {
 		out = xmalloc (len + 1);
 		memcpy (out, p, len);

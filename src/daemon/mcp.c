@@ -312,6 +312,13 @@ ab_api_mcp_post (struct ab_req_s *r)
 
 	if (!check_common (r))
 		return;
+	/* Refused before "100 Continue": a client that waits for it never
+	 * sends the body, and the answer is not lost to a reset. */
+	if (r->io->body == AB_HTTP_BODY_LENGTH && r->io->head.content_length > AB_MCP_MAX_BODY) {
+		refuse (r, 413, RPC_INVALID_REQUEST,
+		        "request body larger than 8 MiB (the MCP endpoint's limit)");
+		return;
+	}
 	if (ab_req_continue (r) < 0
 	    || ab_http_io_body_all (r->io, AB_MCP_MAX_BODY, &body, &len, &err) < 0) {
 		if (err.kind == AB_E_LIMIT)
