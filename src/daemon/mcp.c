@@ -234,9 +234,11 @@ field (struct ab_req_s *r, const char *name, char *buf, size_t cap, bool *too_lo
 	return buf;
 }
 
-/* The checks every method shares; false when a refusal was sent. */
+/* The checks every method shares; false when a refusal was sent.  DELETE
+ * skips the sandbox's: a session outlives the sandbox it was bound to
+ * and must still be ended. */
 static bool
-check_common (struct ab_req_s *r)
+check_common (struct ab_req_s *r, bool need_box)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	size_t len;
@@ -253,7 +255,7 @@ check_common (struct ab_req_s *r)
 		        "unsupported MCP-Protocol-Version (2025-11-25, 2025-06-18, 2025-03-26)");
 		return false;
 	}
-	if (r->params[0]) {
+	if (r->params[0] && need_box) {
 		struct ab_box_s *b = ab_registry_get (r->d, r->params[0], &err);
 		if (!b) {
 			refuse (r, 404, RPC_INVALID_REQUEST, err.msg);
@@ -310,7 +312,7 @@ ab_api_mcp_post (struct ab_req_s *r)
 	json_t *msg, *out;
 	size_t len;
 
-	if (!check_common (r))
+	if (!check_common (r, true))
 		return;
 	/* Refused before "100 Continue": a client that waits for it never
 	 * sends the body, and the answer is not lost to a reset. */
@@ -357,7 +359,7 @@ ab_api_mcp_delete (struct ab_req_s *r)
 {
 	struct ab_mcp_session_s *s;
 
-	if (!check_common (r) || !(s = session_of (r)))
+	if (!check_common (r, false) || !(s = session_of (r)))
 		return;
 	ab_mcp_session_end (r->d, s);
 	ab_mcp_session_put (s);
@@ -368,7 +370,7 @@ void
 ab_api_mcp_get (struct ab_req_s *r)
 {
 
-	if (!check_common (r))
+	if (!check_common (r, true))
 		return;
 	r->resp_headers = "Allow: POST, DELETE\r\n";
 	ab_resp_fail (r, 405, NULL,

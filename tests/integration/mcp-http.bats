@@ -105,6 +105,11 @@ teardown() {
 	[ "$(running_count "$a")" = 0 ]
 	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" "$ping")" = 404 ]
 	[ "$(mcp_status "/v1/sandboxes/$a/mcp" "$sid" '' -X DELETE)" = 404 ]
+	# A session outlives its sandbox and can still be ended.
+	sid="$(mcp_init "/v1/sandboxes/$b/mcp")"
+	[ "$(api_status "/v1/sandboxes/$b?force=1" -X DELETE)" = 204 ]
+	[ "$(mcp_status "/v1/sandboxes/$b/mcp" "$sid" "$ping")" = 404 ]
+	[ "$(mcp_status "/v1/sandboxes/$b/mcp" "$sid" '' -X DELETE)" = 204 ]
 	# No server-initiated stream.
 	[ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "http://agentbox/v1/sandboxes/$a/mcp")" = 405 ]
 }

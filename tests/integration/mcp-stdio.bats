@@ -35,6 +35,7 @@ teardown() {
 	echo "$output" | grep -q '^ok sandbox_destroy$'
 	echo "$output" | grep -q '^ok closed$'
 	[ "$(api /v1/sandboxes | jq '.sandboxes | length')" = 0 ]
+	assert_nothing_left "$SNAPSHOT"
 }
 
 @test "stdio: malformed lines, unknown methods and tools, oversize lines: the right errors, still serving" {
@@ -100,6 +101,8 @@ teardown() {
 	[ -n "$gone" ] && [ "$gone" != null ]
 	[ "$(api_status "/v1/sandboxes/$gone")" = 404 ]
 	[ "$(api_status "/v1/sandboxes/$kept")" = 200 ]
+	[ "$(api_status "/v1/sandboxes/$kept" -X DELETE)" = 204 ]
+	assert_nothing_left "$SNAPSHOT"
 }
 
 @test "stdio: SIGTERM to the relay ends the session and its processes" {
