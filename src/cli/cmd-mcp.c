@@ -46,6 +46,8 @@ struct relay_s {
 	char session[64];
 	char version[16];
 	unsigned inflight;
+	char *init_line;        /* the client's initialize, replayed after a lost session */
+	pthread_mutex_t reinit; /* one re-initialize at a time */
 };
 
 struct job_s {
@@ -80,19 +82,42 @@ emit_error (struct relay_s *r, json_t *id, int code, const char *msg)
 	                    id ? id : json_null (), "error", "code", code, "message", msg));
 }
 
-/* The headers of every POST. */
+/* The headers of every POST; the session sent goes to sent (if not NULL). */
 static char *
-headers (struct relay_s *r)
+headers (struct relay_s *r, bool with_session, char sent[64])
 {
+	const char *sid;
 	char *h;
 
 	pthread_mutex_lock (&r->lock);
+	sid = with_session ? r->session : "";
+	if (sent)
+		strcpy (sent, sid);
 	h = xasprintf ("Accept: application/json, text/event-stream\r\n%s%s%s%s%s%s",
-	               r->session[0] ? "Mcp-Session-Id: " : "", r->session,
-	               r->session[0] ? "\r\n" : "", r->version[0] ? "MCP-Protocol-Version: " : "",
-	               r->version, r->version[0] ? "\r\n" : "");
+	               sid[0] ? "Mcp-Session-Id: " : "", sid, sid[0] ? "\r\n" : "",
+	               r->version[0] ? "MCP-Protocol-Version: " : "", r->version,
+	               r->version[0] ? "\r\n" : "");
 	pthread_mutex_unlock (&r->lock);
 	return h;
+}
+
+/* One POST and its whole answer; c stays open for its head's fields. */
+static int
+post (struct relay_s *r, const char *line, bool with_session, char sent[64], struct ab_client_s *c,
+      char **body, size_t *len, ab_error_t *err)
+{
+	cleanup_free char *extra = headers (r, with_session, sent);
+
+	if (ab_client_open (c, r->host, err) < 0
+	    || ab_client_send (c, "POST", r->path, "application/json", line,
+	                       (long long)strlen (line), extra, err)
+	               < 0
+	    || ab_client_head (c, err) < 0
+	    || ab_http_io_body_all (&c->io, MAX_RESPONSE, body, len, err) < 0) {
+		ab_client_close (c);
+		return -1;
+	}
+	return 0;
 }
 
 /* After initialize: keep the session id and the version the daemon chose. */
@@ -138,40 +163,81 @@ relay_failure (struct relay_s *r, json_t *id, bool parsed, int status, const cha
 	json_decref (j);
 }
 
+static bool
+is_method (const char *line, const char *method)
+{
+	json_t *req = json_loads (line, 0, NULL);
+	const char *m = json_string_value (json_object_get (req, "method"));
+	bool yes = m && strcmp (m, method) == 0;
+
+	json_decref (req);
+	return yes;
+}
+
+/* The daemon forgot the session `lost` (it restarted, or the session sat
+ * idle too long): start a new one with the client's own initialize, once
+ * per lost session.  True when there is a new one to retry with. */
+static bool
+reinitialize (struct relay_s *r, const char *lost)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_client_s c;
+	cleanup_free char *body = NULL;
+	size_t len;
+	bool again;
+
+	pthread_mutex_lock (&r->reinit);
+	pthread_mutex_lock (&r->lock);
+	again = r->init_line && strcmp (r->session, lost) == 0;
+	pthread_mutex_unlock (&r->lock);
+	if (again && post (r, r->init_line, false, NULL, &c, &body, &len, &err) == 0) {
+		if (c.status == 200)
+			note_session (r, &c, body, len);
+		ab_client_close (&c);
+		free (body);
+		body = NULL;
+		if (post (r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", true,
+		          NULL, &c, &body, &len, &err)
+		    == 0)
+			ab_client_close (&c);
+		ab_log (AB_LOG_WARN, "the daemon had lost the MCP session: started a new one");
+	}
+	pthread_mutex_lock (&r->lock);
+	again = r->session[0] && strcmp (r->session, lost) != 0;
+	pthread_mutex_unlock (&r->lock);
+	pthread_mutex_unlock (&r->reinit);
+	return again;
+}
+
 /* One message to the daemon and its answer to stdout. */
 static void
 forward (struct relay_s *r, const char *line, json_t *id, bool parsed)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_client_s c;
-	cleanup_free char *extra = headers (r);
 	cleanup_free char *body = NULL;
+	char sent[64];
 	size_t len = 0;
-	bool init = false;
 
-	if (ab_client_open (&c, r->host, &err) < 0
-	    || ab_client_send (&c, "POST", r->path, "application/json", line,
-	                       (long long)strlen (line), extra, &err)
-	               < 0
-	    || ab_client_head (&c, &err) < 0
-	    || ab_http_io_body_all (&c.io, MAX_RESPONSE, &body, &len, &err) < 0) {
-		ab_log_error (AB_LOG_WARN, &err, "relay to the daemon");
-		if (id)
-			emit_error (r, id, -32603, err.msg);
+	for (int attempt = 0;; attempt++) {
+		if (post (r, line, true, sent, &c, &body, &len, &err) < 0) {
+			ab_log_error (AB_LOG_WARN, &err, "relay to the daemon");
+			if (id)
+				emit_error (r, id, -32603, err.msg);
+			return;
+		}
+		if (c.status != 404 || !sent[0] || attempt > 0 || !reinitialize (r, sent))
+			break;
 		ab_client_close (&c);
-		return;
+		free (body);
+		body = NULL;
 	}
 	if (c.status == 200) {
 		json_t *j = json_loadb (body, len, 0, NULL);
-		const char *m = NULL;
-		json_t *req = json_loads (line, 0, NULL);
-		m = json_string_value (json_object_get (req, "method"));
-		init = m && strcmp (m, "initialize") == 0;
-		json_decref (req);
 		if (!j && id)
 			emit_error (r, id, -32603, "the agentbox daemon sent malformed JSON");
 		else if (j) {
-			if (init)
+			if (is_method (line, "initialize"))
 				note_session (r, &c, body, len);
 			emit (r, j);
 		}
@@ -211,6 +277,12 @@ dispatch (struct relay_s *r, char *line)
 
 	if (id)
 		json_incref (id);
+	if (request && is_method (line, "initialize")) {
+		pthread_mutex_lock (&r->lock);
+		free (r->init_line);
+		r->init_line = xstrdup (line);
+		pthread_mutex_unlock (&r->lock);
+	}
 	json_decref (msg);
 	pthread_mutex_lock (&r->lock);
 	threaded = request && r->session[0] && r->inflight < MAX_INFLIGHT;
@@ -271,7 +343,7 @@ end_session (struct relay_s *r)
 
 	if (!r->session[0])
 		return;
-	extra = headers (r);
+	extra = headers (r, true, NULL);
 	if (ab_client_open (&c, r->host, &err) < 0
 	    || ab_client_send (&c, "DELETE", r->path, NULL, NULL, 0, extra, &err) < 0
 	    || ab_client_head (&c, &err) < 0)
@@ -383,6 +455,7 @@ ab_cmd_mcp (int argc, char **argv)
 	signal (SIGPIPE, SIG_IGN);
 	pthread_mutex_init (&r.lock, NULL);
 	pthread_cond_init (&r.idle, NULL);
+	pthread_mutex_init (&r.reinit, NULL);
 	r.path = sandbox ? xasprintf ("/v1/sandboxes/%s/mcp", sandbox) : xstrdup ("/v1/mcp");
 	watch_signals (&r);
 	for (;;) {
@@ -407,5 +480,6 @@ ab_cmd_mcp (int argc, char **argv)
 	end_session (&r);
 	drain (&r, 2);
 	free (r.path);
+	free (r.init_line);
 	return 0;
 }

@@ -128,3 +128,35 @@ teardown() {
 	exec 5>&-
 	[ "$(running_count "$id")" = 0 ]
 }
+
+@test "stdio: a daemon restart loses the session; the relay starts a new one and carries on" {
+	id="$(create '{"backend": "native"}')"
+	mkfifo "$D/in"
+	"$AGENTBOX" mcp --sandbox "$id" <"$D/in" >"$D/out" 2>"$D/mcp-stderr" &
+	relay=$!
+	BG_PIDS+=("$relay")
+	exec 5>"$D/in"
+	echo "$INIT" >&5
+	echo "$INITED" >&5
+	echo '{"jsonrpc":"2.0","id":2,"method":"ping"}' >&5
+	for _ in $(seq 100); do
+		[ "$(wc -l <"$D/out")" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -TERM "$DAEMON_PID"
+	wait "$DAEMON_PID" || true
+	daemon_start 5>&- # the daemon must not hold the FIFO open
+	echo '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"echo again"}}}' >&5
+	for _ in $(seq 100); do
+		[ "$(wc -l <"$D/out")" -ge 3 ] && break
+		sleep 0.1
+	done
+	exec 5>&-
+	wait "$relay"
+	cat "$D/out" "$D/mcp-stderr"
+	[ "$(jq -c 'select(.id == 2) | .result' "$D/out")" = '{}' ]
+	[ "$(jq -r 'select(.id == 3) | .result.structuredContent.stdout' "$D/out")" = again ]
+	grep -q 'lost the MCP session' "$D/mcp-stderr"
+	# Only the client's own initialize was answered on stdout.
+	[ "$(jq -s '[.[] | select(.result.protocolVersion)] | length' "$D/out")" = 1 ]
+}
