@@ -63,3 +63,26 @@ mcp_status() {
 		-H 'Content-Type: application/json' ${sid:+-H "Mcp-Session-Id: $sid"} "$@" \
 		--data-binary "$body" "http://agentbox$path"
 }
+
+# relay_start [agentbox mcp args...]: the relay on a FIFO held open as fd 5
+# (so it sees no EOF until `exec 5>&-`), initialized; its pid in $relay,
+# its stdout in $D/out.
+relay_start() {
+	mkfifo "$D/in"
+	"$AGENTBOX" mcp "$@" <"$D/in" >"$D/out" 2>"$D/mcp-stderr" &
+	relay=$!
+	BG_PIDS+=("$relay")
+	exec 5>"$D/in"
+	echo "$INIT" >&5
+	echo "$INITED" >&5
+}
+
+# wait_lines N: until the relay has written N lines (at most 10 s).
+wait_lines() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(wc -l <"$D/out")" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -107,18 +107,9 @@ teardown() {
 
 @test "stdio: SIGTERM to the relay ends the session and its processes" {
 	id="$(create '{"backend": "native"}')"
-	mkfifo "$D/in"
-	"$AGENTBOX" mcp --sandbox "$id" <"$D/in" >"$D/out" 2>"$D/mcp-stderr" &
-	relay=$!
-	BG_PIDS+=("$relay")
-	exec 5>"$D/in"
-	echo "$INIT" >&5
-	echo "$INITED" >&5
+	relay_start --sandbox "$id"
 	echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"sleep 300","background":true}}}' >&5
-	for _ in $(seq 100); do
-		[ "$(wc -l <"$D/out")" -ge 2 ] && break
-		sleep 0.1
-	done
+	wait_lines 2
 	[ "$(jq -r 'select(.id == 2) | .result.structuredContent.status' "$D/out")" = running ]
 	[ "$(running_count "$id")" = 1 ]
 	kill -TERM "$relay"
@@ -131,26 +122,14 @@ teardown() {
 
 @test "stdio: a daemon restart loses the session; the relay starts a new one and carries on" {
 	id="$(create '{"backend": "native"}')"
-	mkfifo "$D/in"
-	"$AGENTBOX" mcp --sandbox "$id" <"$D/in" >"$D/out" 2>"$D/mcp-stderr" &
-	relay=$!
-	BG_PIDS+=("$relay")
-	exec 5>"$D/in"
-	echo "$INIT" >&5
-	echo "$INITED" >&5
+	relay_start --sandbox "$id"
 	echo '{"jsonrpc":"2.0","id":2,"method":"ping"}' >&5
-	for _ in $(seq 100); do
-		[ "$(wc -l <"$D/out")" -ge 2 ] && break
-		sleep 0.1
-	done
+	wait_lines 2
 	kill -TERM "$DAEMON_PID"
 	wait "$DAEMON_PID" || true
 	daemon_start 5>&- # the daemon must not hold the FIFO open
 	echo '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"echo again"}}}' >&5
-	for _ in $(seq 100); do
-		[ "$(wc -l <"$D/out")" -ge 3 ] && break
-		sleep 0.1
-	done
+	wait_lines 3
 	exec 5>&-
 	wait "$relay"
 	cat "$D/out" "$D/mcp-stderr"
