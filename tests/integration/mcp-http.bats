@@ -78,6 +78,16 @@ teardown() {
 	# A batch: two answers in one array.
 	[ "$(mcp_status /v1/mcp "$sid" '[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":4,"method":"tools/list"}]')" = 200 ]
 	[ "$(jq -c '[.[].id]' "$D/body")" = '[3,4]' ]
+	# The v2 client limited to each version negotiates it and works with it.
+	need_clients
+	id="$(create '{"backend": "native"}')"
+	for v in 2025-11-25 2025-06-18 2025-03-26; do
+		run env MCP_VERSION="$v" MCP_URL="http://127.0.0.1:$PORT/v1/sandboxes/$id/mcp" MCP_TOKEN="$TOKEN" \
+			timeout -k 5 60 node "$BATS_TEST_DIRNAME/../agent-tools/mcp-negotiate.mjs"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[ "$output" = "negotiated $v" ]
+	done
 }
 
 @test "sessions: required, unknown is 404, bound to their endpoint, ended by DELETE with their processes" {
