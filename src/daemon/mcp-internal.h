@@ -82,6 +82,7 @@ struct ab_mcp_job_s {
 	struct ab_box_s *b; /* referenced */
 	uint32_t pid;
 	char *command;
+	char *rpc_id; /* the tools/call that waits for it in the foreground (JSON) */
 	bool tty, stdin_open;
 	bool running, background, has_thread, stop;
 	struct ab_agent_exit_s exit;
@@ -117,6 +118,8 @@ void ab_mcp_job_drop (struct ab_daemon_s *d, struct ab_mcp_session_s *s, struct 
 /* A reference to the job named id, or NULL. */
 struct ab_mcp_job_s *ab_mcp_job_find (struct ab_mcp_session_s *s, const char *id);
 void ab_mcp_job_put (struct ab_mcp_session_s *s, struct ab_mcp_job_s *j);
+/* notifications/cancelled: kill the foreground run of request `id`. */
+void ab_mcp_cancel (struct ab_mcp_session_s *s, const json_t *id);
 /* Signal j's process group through a connection of its own. */
 int ab_mcp_job_signal (struct ab_daemon_s *d, struct ab_mcp_job_s *j, int sig, ab_error_t *err);
 /* Copy log bytes [off, off+limit) (clamped to what is retained) into a
@@ -129,16 +132,17 @@ void ab_mcp_job_free (struct ab_daemon_s *d, struct ab_mcp_job_s *j);
 struct ab_mcp_call_s {
 	struct ab_daemon_s *d;
 	struct ab_mcp_session_s *s;
-	struct ab_box_s *b; /* the sandbox the tool works on (NULL for lifecycle tools) */
-	json_t *args;       /* the arguments, sandbox_id removed */
+	struct ab_box_s *b;   /* the sandbox the tool works on (NULL for lifecycle tools) */
+	json_t *args;         /* the arguments, sandbox_id removed */
+	const json_t *rpc_id; /* the JSON-RPC id of the tools/call */
 };
 
 /* tools/list's result for a bound or unbound session. */
 json_t *ab_mcp_tools_list (bool bound);
 /* tools/call: a CallToolResult (tool failures are isError results), or
  * NULL with err for a protocol error (-32602: unknown tool, bad params). */
-json_t *ab_mcp_tools_call (struct ab_daemon_s *d, struct ab_mcp_session_s *s, const json_t *params,
-                           ab_error_t *err);
+json_t *ab_mcp_tools_call (struct ab_daemon_s *d, struct ab_mcp_session_s *s, const json_t *id,
+                           const json_t *params, ab_error_t *err);
 
 /* A tool's success: structured content and its text rendering. */
 json_t *ab_mcp_result (json_t *structured, const char *text);

@@ -206,6 +206,7 @@ ab_mcp_job_free (struct ab_daemon_s *d, struct ab_mcp_job_s *j)
 	if (j->b)
 		ab_box_unref (d, j->b);
 	free (j->command);
+	free (j->rpc_id);
 	free (j->error);
 	free (j->log);
 	free (j->out[0].buf);
@@ -468,6 +469,29 @@ ab_mcp_job_signal (struct ab_daemon_s *d, struct ab_mcp_job_s *j, int sig, ab_er
 	rc = ab_agent_proc_signal (c, j->pid, sig, err);
 	ab_agent_close (c);
 	return rc;
+}
+
+void
+ab_mcp_cancel (struct ab_mcp_session_s *s, const json_t *id)
+{
+	cleanup_free char *want = id ? json_dumps (id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_mcp_job_s *found = NULL;
+
+	if (!want)
+		return;
+	pthread_mutex_lock (&s->lock);
+	for (struct ab_mcp_job_s *j = s->jobs; j && !found; j = j->next)
+		if (j->running && !j->background && j->rpc_id && strcmp (j->rpc_id, want) == 0) {
+			found = j;
+			j->refs++;
+		}
+	pthread_mutex_unlock (&s->lock);
+	if (!found)
+		return;
+	if (ab_mcp_job_signal (s->d, found, SIGKILL, &err) < 0)
+		ab_error_clear (&err);
+	ab_mcp_job_put (s, found);
 }
 
 /* Wait (bounded) for j's reader thread after its process was killed; a

@@ -189,6 +189,8 @@ job_new (struct ab_mcp_call_s *call, const struct exec_args_s *x, ab_agent_conn_
 	j->p = *p;
 	j->pid = p->pid;
 	j->command = command_text (x);
+	if (call->rpc_id)
+		j->rpc_id = json_dumps (call->rpc_id, JSON_COMPACT | JSON_ENCODE_ANY);
 	j->tty = x->pty;
 	j->stdin_open = x->pty || x->background || x->in != NULL;
 	j->running = j->capturing = true;

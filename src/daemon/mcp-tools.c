@@ -402,12 +402,12 @@ call_box (struct ab_mcp_call_s *call, ab_error_t *err)
 }
 
 json_t *
-ab_mcp_tools_call (struct ab_daemon_s *d, struct ab_mcp_session_s *s, const json_t *params,
-                   ab_error_t *err)
+ab_mcp_tools_call (struct ab_daemon_s *d, struct ab_mcp_session_s *s, const json_t *id,
+                   const json_t *params, ab_error_t *err)
 {
 	const char *name = json_string_value (json_object_get (params, "name"));
 	json_t *args = json_object_get (params, "arguments");
-	struct ab_mcp_call_s call = { .d = d, .s = s };
+	struct ab_mcp_call_s call = { .d = d, .s = s, .rpc_id = id };
 	const struct tool_s *t = NULL;
 	ab_error_t terr = AB_ERROR_INIT;
 	json_t *res;

@@ -148,7 +148,7 @@ do_request (struct rpc_ctx_s *x, const char *method, const json_t *id, const jso
 	if (strcmp (method, "tools/list") == 0)
 		return rpc_result (id, ab_mcp_tools_list (x->box_id != NULL));
 	if (strcmp (method, "tools/call") == 0) {
-		res = ab_mcp_tools_call (x->d, x->s, params, &err);
+		res = ab_mcp_tools_call (x->d, x->s, id, params, &err);
 		return res ? rpc_result (id, res) : rpc_error (id, RPC_INVALID_PARAMS, err.msg);
 	}
 	cleanup_free char *msg = xasprintf ("method not found: %s", method);
@@ -173,8 +173,14 @@ handle (struct rpc_ctx_s *x, const json_t *m)
 	}
 	if (!method)
 		return rpc_error (id, RPC_INVALID_REQUEST, "method must be a string");
-	if (!id)
-		return NULL; /* notifications (initialized, cancelled, ...) need no answer */
+	if (!id) {
+		/* Notifications need no answer; a cancelled foreground run is killed
+		 * (an SDK client sends this when its request timeout fires). */
+		if (strcmp (method, "notifications/cancelled") == 0 && x->s)
+			ab_mcp_cancel (
+			        x->s, json_object_get (json_object_get (m, "params"), "requestId"));
+		return NULL;
+	}
 	if (!json_is_string (id) && !json_is_integer (id))
 		return rpc_error (NULL, RPC_INVALID_REQUEST, "id must be a string or an integer");
 	if (strcmp (method, "initialize") == 0 && !x->s)

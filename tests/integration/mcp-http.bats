@@ -186,3 +186,28 @@ teardown() {
 	echo "daemon RSS: $before KiB before, $after KiB after" >&2
 	[ $((after - before)) -lt $((64 * 1024)) ]
 }
+
+@test "notifications/cancelled kills the foreground run it names" {
+	id="$(create '{"backend": "native"}')"
+	sid="$(mcp_init "/v1/sandboxes/$id/mcp")"
+	start=$SECONDS
+	curl -s -o "$D/long" --max-time 90 --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+		-H "Mcp-Session-Id: $sid" -d '{"jsonrpc":"2.0","id":"long-1","method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"sleep 60","yield_ms":60000}}}' \
+		"http://agentbox/v1/sandboxes/$id/mcp" &
+	call=$!
+	BG_PIDS+=("$call")
+	for _ in $(seq 50); do
+		[ "$(running_count "$id")" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$(running_count "$id")" = 1 ]
+	# Another id cancels nothing.
+	[ "$(mcp_status "/v1/sandboxes/$id/mcp" "$sid" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long-2"}}')" = 202 ]
+	sleep 0.3
+	[ "$(running_count "$id")" = 1 ]
+	[ "$(mcp_status "/v1/sandboxes/$id/mcp" "$sid" '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long-1","reason":"timeout"}}')" = 202 ]
+	wait "$call"
+	[ $((SECONDS - start)) -lt 30 ]
+	[ "$(jq -r .result.structuredContent.signal "$D/long")" = 9 ]
+	[ "$(running_count "$id")" = 0 ]
+}
