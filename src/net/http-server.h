@@ -78,7 +78,8 @@ typedef struct ab_http_server_s ab_http_server_t;
  * connection (see ab_http_server_free). */
 ab_http_server_t *ab_http_server_new (const struct ab_http_server_config_s *cfg,
                                       const struct ab_http_server_ops_s *ops, void *ctx);
-/* Serve the listening socket fd (taken: closed by ab_http_server_free);
+/* Serve the listening socket fd (taken: closed by ab_http_server_free, or
+ * at once on failure);
  * tag is handed to the hooks (which listener a client came in on).  At
  * most AB_HTTP_SERVER_MAX_LISTENERS. */
 #define AB_HTTP_SERVER_MAX_LISTENERS 4

@@ -1,8 +1,10 @@
 /* Unit tests for the one HTTP server model (net/http-server.c) over real
  * loopback sockets: pipelined keep-alive requests answered in order, the
  * head limit (431 through head_error, then closed), the request deadline
- * on a slow head, the connection limit (refuse), a closing answer read
- * whole before EOF, and stop_conns ending idle connections. */
+ * on a slow head, the connection limit (refuse), stop_conns ending idle
+ * connections; and the preview bridge on it (net/preview-serve.c): the
+ * deepest JSON the parser takes, stored and dumped back on a connection
+ * thread's stack, and SIGTERM stopping it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,12 +18,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/sys.h"
 #include "net/http-server.h"
 #include "net/listener.h"
+#include "net/preview-serve.h"
 
 struct fixture_s {
 	ab_http_server_t *s;
@@ -292,6 +296,89 @@ test_stop_conns_ends_idle (void **state)
 	close (a);
 }
 
+struct preview_s {
+	ab_preview_server_t *srv;
+	int rc;
+};
+
+static void *
+run_preview (void *arg)
+{
+	struct preview_s *p = arg;
+	ab_error_t err = AB_ERROR_INIT;
+
+	p->rc = ab_preview_server_run (p->srv, &err);
+	return NULL;
+}
+
+/* POST doc to /signal on a new connection; the answer's status. */
+static int
+post_signal (uint16_t port, const char *doc, size_t *body_len)
+{
+	int fd = dial (port);
+	size_t cap = 1 << 20, n;
+	char *buf = malloc (cap);
+	char *head = NULL;
+	bool eof;
+	int status = 0;
+
+	n = (size_t)snprintf (buf, cap,
+	                      "POST /signal HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	                      "Content-Length: %zu\r\n\r\n",
+	                      strlen (doc));
+	send_str (fd, buf);
+	assert_int_equal (send (fd, doc, strlen (doc), MSG_NOSIGNAL), (ssize_t)strlen (doc));
+	(void)n;
+	n = read_all (fd, buf, cap, 5000, &eof);
+	if (n > 12 && strncmp (buf, "HTTP/1.1 ", 9) == 0)
+		status = atoi (buf + 9);
+	head = strstr (buf, "\r\n\r\n");
+	*body_len = head ? n - (size_t)(head + 4 - buf) : 0;
+	close (fd);
+	free (buf);
+	return status;
+}
+
+static void
+test_preview_deep_json (void **state)
+{
+	struct ab_preview_serve_config_s cfg;
+	struct preview_s p = { 0 };
+	ab_error_t err = AB_ERROR_INIT;
+	const int depth = 2047; /* jansson's deepest; 2048 is "bad json" */
+	char bound[64];
+	pthread_t t;
+	size_t len;
+	char *doc = malloc (2 * depth + 128);
+	int n = sprintf (doc, "{\"sessionId\":\"d\",\"role\":\"host\",\"type\":\"x\",\"payload\":");
+
+	for (int i = 0; i < depth; i++)
+		doc[n++] = '[';
+	for (int i = 0; i < depth; i++)
+		doc[n++] = ']';
+	strcpy (doc + n, "}");
+	ab_preview_serve_config_default (&cfg);
+	p.srv = ab_preview_server_new (&cfg, &err);
+	assert_non_null (p.srv);
+	assert_int_equal (
+	        ab_preview_server_listen (p.srv, "127.0.0.1", "0", bound, sizeof bound, &err), 0);
+	assert_int_equal (pthread_create (&t, NULL, run_preview, &p), 0);
+	/* Parsed, stored, then dumped back in a poll: all on the connection
+	 * thread's stack, which must hold it (the bridge served it on its
+	 * main thread's 8 MiB before). */
+	assert_int_equal (post_signal ((uint16_t)atoi (strrchr (bound, ':') + 1), doc, &len), 200);
+	assert_int_equal (post_signal ((uint16_t)atoi (strrchr (bound, ':') + 1),
+	                               "{\"sessionId\":\"d\",\"type\":\"poll\"}", &len),
+	                  200);
+	assert_true (len > 2 * (size_t)depth);
+	/* SIGTERM (blocked, read from the signalfd) stops it cleanly. */
+	assert_int_equal (pthread_kill (t, SIGTERM), 0);
+	pthread_join (t, NULL);
+	assert_int_equal (p.rc, 0);
+	ab_preview_server_free (p.srv);
+	free (doc);
+}
+
 int
 main (void)
 {
@@ -301,6 +388,7 @@ main (void)
 		cmocka_unit_test (test_slow_head_times_out),
 		cmocka_unit_test (test_connection_limit),
 		cmocka_unit_test (test_stop_conns_ends_idle),
+		cmocka_unit_test (test_preview_deep_json),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
