@@ -6,7 +6,6 @@
 #include "net/http-server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
 
@@ -65,8 +65,6 @@ ab_http_server_new (const struct ab_http_server_config_s *cfg,
 int
 ab_http_server_add_listener (ab_http_server_t *s, int fd, unsigned tag, ab_error_t *err)
 {
-	int fl = fcntl (fd, F_GETFL);
-
 	if (s->n_listeners == AB_HTTP_SERVER_MAX_LISTENERS) {
 		close (fd);
 		return ab_error (err, 0, AB_E_LIMIT, "at most %d listeners",
@@ -74,7 +72,7 @@ ab_http_server_add_listener (ab_http_server_t *s, int fd, unsigned tag, ab_error
 	}
 	/* Non-blocking: a client that resets between poll and accept must not
 	 * hang the accepting thread (accepted sockets stay blocking). */
-	if (fl < 0 || fcntl (fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+	if (ab_set_nonblock (fd, 1) < 0) {
 		int e = errno;
 		close (fd);
 		return ab_error (err, e, AB_E_SYSTEM, "listener flags");
