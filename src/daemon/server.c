@@ -363,6 +363,7 @@ start_server (struct ab_daemon_s *d, int *ufd, int *tfd, ab_error_t *err)
 		.max_conns = d->cfg->max_connections,
 		.max_head = d->cfg->max_head,
 		.idle_timeout_ms = IDLE_TIMEOUT_S * 1000,
+		.head_timeout_ms = IDLE_TIMEOUT_S * 1000,
 		.send_timeout_ms = SEND_TIMEOUT_S * 1000,
 		.linger_ms = LINGER_MS,
 		.thread_stack = THREAD_STACK,

@@ -142,6 +142,15 @@ linger (ab_http_server_t *s, int fd)
 	}
 }
 
+/* The earlier of start + a and start + b, either 0 meaning none; 0 if both. */
+static uint64_t
+deadline (uint64_t start, unsigned a_ms, unsigned b_ms)
+{
+	unsigned ms = a_ms == 0 ? b_ms : b_ms == 0 ? a_ms : a_ms < b_ms ? a_ms : b_ms;
+
+	return ms ? start + ms : 0;
+}
+
 /* One request after another until one of them ends the connection. */
 static void
 serve (struct conn_s *c)
@@ -154,8 +163,10 @@ serve (struct conn_s *c)
 		ab_http_next next;
 		int rc;
 
+		uint64_t start = ab_mono_ms ();
+
 		io->deadline_ms =
-		        s->cfg.request_timeout_ms ? ab_mono_ms () + s->cfg.request_timeout_ms : 0;
+		        deadline (start, s->cfg.head_timeout_ms, s->cfg.request_timeout_ms);
 		rc = ab_http_io_read_request (io, &e);
 		if (rc == 0)
 			return; /* the client closed between requests */
@@ -166,6 +177,7 @@ serve (struct conn_s *c)
 			linger (s, c->pub.fd);
 			return;
 		}
+		io->deadline_ms = deadline (start, 0, s->cfg.request_timeout_ms);
 		next = s->ops.request (s->ctx, &c->pub);
 		if (next == AB_HTTP_DROP)
 			return;

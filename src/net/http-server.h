@@ -34,9 +34,11 @@ struct ab_http_server_config_s {
 	size_t max_head;             /* request head bytes; more is 431 (head_error) */
 	unsigned idle_timeout_ms;    /* one read waiting longer ends the connection (0: none) */
 	unsigned send_timeout_ms;    /* one write waiting longer fails (0: none) */
-	unsigned request_timeout_ms; /* 0, or: each request's head and body must have
-	                              * arrived within this of the connection's start
-	                              * or of the previous request's end */
+	unsigned head_timeout_ms;    /* 0, or: each request's head must have arrived
+	                              * within this of the connection's start or of the
+	                              * previous request's end (a head trickled in a
+	                              * byte at a time is not an idle read) */
+	unsigned request_timeout_ms; /* 0, or: the same for the head and the body */
 	unsigned linger_ms;          /* after a closing answer (0: close at once) */
 	size_t thread_stack;         /* bytes per connection thread (0: 1 MiB) */
 };

@@ -45,13 +45,20 @@ write_answer (int fd, const char *body, bool close_it)
 	ab_http_write (fd, buf, (size_t)n);
 }
 
-/* Echo the target; "/close" answers and closes. */
+/* Read the body, echo the target; "/close" answers and closes. */
 static ab_http_next
 on_request (void *ctx, struct ab_http_conn_s *c)
 {
 	struct fixture_s *f = ctx;
+	ab_error_t err = AB_ERROR_INIT;
 	char target[128];
+	char *body = NULL;
+	size_t len;
 	bool close_it;
+
+	if (ab_http_io_body_all (&c->io, 1024, &body, &len, &err) < 0)
+		return AB_HTTP_DROP;
+	free (body);
 
 	snprintf (target, sizeof target, "%.*s", (int)c->io.head.target_len, c->io.head.target);
 	close_it = strcmp (target, "/close") == 0;
@@ -105,13 +112,14 @@ run_server (void *arg)
 }
 
 static struct fixture_s *
-start (unsigned max_conns, unsigned request_timeout_ms)
+start_with (unsigned max_conns, unsigned head_timeout_ms, unsigned request_timeout_ms)
 {
 	const struct ab_http_server_config_s cfg = {
 		.max_conns = max_conns,
 		.max_head = 1024,
 		.idle_timeout_ms = 5000,
 		.send_timeout_ms = 5000,
+		.head_timeout_ms = head_timeout_ms,
 		.request_timeout_ms = request_timeout_ms,
 		.linger_ms = 500,
 		.thread_stack = 256 * 1024,
@@ -130,6 +138,12 @@ start (unsigned max_conns, unsigned request_timeout_ms)
 	assert_int_equal (ab_http_server_add_listener (f->s, fd, 7, &err), 0);
 	assert_int_equal (pthread_create (&f->thread, NULL, run_server, f), 0);
 	return f;
+}
+
+static struct fixture_s *
+start (unsigned max_conns, unsigned request_timeout_ms)
+{
+	return start_with (max_conns, 0, request_timeout_ms);
 }
 
 static void
@@ -232,17 +246,17 @@ test_head_limit (void **state)
 	stop (f);
 }
 
+/* A byte now and then keeps each read short of the idle timeout; the
+ * deadline (the request's, or the head's alone) still ends it. */
 static void
-test_slow_head_times_out (void **state)
+slow_head (unsigned head_timeout_ms, unsigned request_timeout_ms)
 {
-	struct fixture_s *f = start (8, 300);
+	struct fixture_s *f = start_with (8, head_timeout_ms, request_timeout_ms);
 	int fd = dial (f->port);
 	uint64_t t0 = ab_mono_ms ();
 	char buf[256];
 	bool eof;
 
-	/* A byte now and then keeps each read short of the idle timeout; the
-	 * request deadline still ends it. */
 	for (int i = 0; i < 4; i++) {
 		send (fd, "G", 1, MSG_NOSIGNAL);
 		usleep (100 * 1000);
@@ -252,6 +266,33 @@ test_slow_head_times_out (void **state)
 	assert_int_equal (strlen (buf), 0); /* nothing to answer: just closed */
 	assert_true (ab_mono_ms () - t0 < 2500);
 	assert_int_equal (f->head_errors, 0);
+	close (fd);
+	stop (f);
+}
+
+static void
+test_slow_head_times_out (void **state)
+{
+	slow_head (0, 300);
+	slow_head (300, 0);
+}
+
+/* The head deadline is the head's: a body may take longer. */
+static void
+test_head_timeout_spares_the_body (void **state)
+{
+	struct fixture_s *f = start_with (8, 300, 0);
+	int fd = dial (f->port);
+	char buf[512];
+	bool eof;
+
+	send_str (fd, "POST /slow-body HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n");
+	usleep (500 * 1000);
+	read_all (fd, buf, sizeof buf, 100, &eof);
+	assert_false (eof); /* the head arrived in time: still open */
+	send_str (fd, "body");
+	read_all (fd, buf, sizeof buf, 2000, &eof);
+	assert_non_null (strstr (buf, "/slow-body"));
 	close (fd);
 	stop (f);
 }
@@ -386,6 +427,7 @@ main (void)
 		cmocka_unit_test (test_keep_alive_order),
 		cmocka_unit_test (test_head_limit),
 		cmocka_unit_test (test_slow_head_times_out),
+		cmocka_unit_test (test_head_timeout_spares_the_body),
 		cmocka_unit_test (test_connection_limit),
 		cmocka_unit_test (test_stop_conns_ends_idle),
 		cmocka_unit_test (test_preview_deep_json),
