@@ -29,14 +29,18 @@ ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(
 HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
 HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto
 
-# Host library: every layer except the agent and the CLI's main().
-HOST_DIRS := base policy spec isolate proto net backend session daemon cli
-HOST_SRC  := $(filter-out src/cli/main.c,$(foreach d,$(HOST_DIRS),$(wildcard src/$(d)/*.c)))
+# Host libraries: one archive per layer (build/lib/libab-LAYER.a; every
+# layer except the agent, without the CLI's main()), linked in this order,
+# each layer before the layers it may use (docs/architecture.md), base
+# last, with no --start-group: the linker reads each archive once, so a
+# call from a lower layer into a higher one is an undefined symbol at link
+# time, as an upward #include is a failure of `make layers`.
+HOST_LAYERS := cli daemon session backend net isolate spec policy proto base
+HOST_SRC  := $(filter-out src/cli/main.c,$(foreach d,$(HOST_LAYERS),$(wildcard src/$(d)/*.c)))
 # The agent is static and links libc only: base (minus the JSON helpers) and proto.
 AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/proto/*.c) \
 	$(filter-out src/base/json%.c,$(wildcard src/base/*.c))
 
-HOST_OBJ  := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)
 UNIT_SRC  := $(wildcard tests/unit/test-*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -46,12 +50,20 @@ GEN := $(BUILD)/gen/seccomp-default.h
 .PHONY: all check demo bench install clean unit unit-bins helpers unit-asan asan-bins integration conformance guest deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
-$(BUILD)/libagentbox.a: $(HOST_OBJ)
-	@mkdir -p $(@D)
-	@echo "  AR      $@"
-	@rm -f $@ && $(AR) rcs $@ $^
+# layer_archives OBJDIR LIBDIR: the rule of each layer's archive from the
+# objects under OBJDIR, and the archives in link order as $(LIBDIR_ARCHIVES).
+define layer_archives
+$(2)/libab-%.a:
+	@mkdir -p $$(@D)
+	@echo "  AR      $$@"
+	@rm -f $$@ && $$(AR) rcs $$@ $$^
+$(foreach l,$(HOST_LAYERS),$(2)/libab-$(l).a: $(patsubst %.c,$(1)/%.o,$(filter-out src/cli/main.c,$(wildcard src/$(l)/*.c)))
+)
+endef
+HOST_ARCHIVES := $(foreach l,$(HOST_LAYERS),$(BUILD)/lib/libab-$(l).a)
+$(eval $(call layer_archives,$(BUILD)/obj,$(BUILD)/lib))
 
-$(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(BUILD)/libagentbox.a
+$(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(HOST_ARCHIVES)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
@@ -87,13 +99,14 @@ $(GEN): $(BUILD)/tools/gen-seccomp
 	@echo "  GEN     $@"
 	@$< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libagentbox.a
+# Unit tests and helpers link the layer archives in the same order.
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(HOST_ARCHIVES)
 	@mkdir -p $(@D)
 	@echo "  TEST    $@"
 	@$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) -lcmocka $(HOST_LIBS)
 
-# Helpers built on the host library (agentctl and egressctl drive the agent client).
-$(BUILD)/tests/agentctl $(BUILD)/tests/egressctl: $(BUILD)/tests/%: tests/helpers/%.c $(BUILD)/libagentbox.a
+# Helpers built on the host libraries (agentctl and egressctl drive the agent client).
+$(BUILD)/tests/agentctl $(BUILD)/tests/egressctl: $(BUILD)/tests/%: tests/helpers/%.c $(HOST_ARCHIVES)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $(filter %.c %.a,$^) $(HOST_LIBS)
 
@@ -150,8 +163,9 @@ layers:
 
 # libFuzzer harnesses (tests/fuzz/fuzz-NAME.c), each run for FUZZ_SECONDS on
 # a temporary copy of tests/fuzz/corpus/NAME.  The host sources are built
-# again with clang-14 and coverage instrumentation into an archive of
-# their own; each harness links only the objects it needs from it.
+# again with clang-14 and coverage instrumentation into layer archives of
+# their own ($(FUZZ_BUILD)/lib, same order); each harness links only the
+# objects it needs from them.
 FUZZ_CC      := clang-14
 FUZZ_SECONDS ?= 10
 FUZZ_BUILD   := $(BUILD)/fuzz
@@ -164,11 +178,10 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
-$(FUZZ_BUILD)/libagentbox-fuzz.a: $(HOST_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
-	@echo "  AR      $@"
-	@rm -f $@ && $(AR) rcs $@ $^
+FUZZ_ARCHIVES := $(foreach l,$(HOST_LAYERS),$(FUZZ_BUILD)/lib/libab-$(l).a)
+$(eval $(call layer_archives,$(FUZZ_BUILD)/obj,$(FUZZ_BUILD)/lib))
 
-$(FUZZ_BUILD)/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_BUILD)/libagentbox-fuzz.a
+$(FUZZ_BUILD)/fuzz-%: tests/fuzz/fuzz-%.c $(FUZZ_ARCHIVES)
 	@echo "  LD      $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.a,$^) $(HOST_LIBS)
 

@@ -63,19 +63,30 @@ static const struct ab_channel_ops_s reader_ops = {
 	.destroy = reader_destroy,
 };
 
+/* Looked at through O_PATH first: only a regular file is ever opened for
+ * reading, so a FIFO, a terminal or any other device the sandbox's view
+ * holds (/dev/ptmx makes a new pty on open) is refused without the side
+ * effects of open(2).  The second lookup resolves the same safe way and
+ * is checked again: a swap in between still yields a regular file. */
 static int
 open_for_read (const struct ab_msg_s *m, struct stat *st, ab_error_t *err)
 {
 	struct ab_fspath_s p;
-	int fd;
+	int fd = -1, probe;
 
-	if (ab_fspath_parse (m->path, &p, err) < 0)
+	if (ab_fspath_parse (m->path, AB_FS_READ, &p, err) < 0)
 		return -1;
 	ab_fs_as_user (true);
-	/* O_NONBLOCK: a FIFO planted at the path must not block PID 1. */
-	fd = ab_fs_open (p.root_fd, p.rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, m->path, err);
+	probe = ab_fs_open (&p, p.rel, O_PATH, m->path, err);
+	if (probe >= 0 && fstat (probe, st) == 0 && S_ISREG (st->st_mode))
+		fd = ab_fs_open (&p, p.rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, m->path, err);
+	else if (probe >= 0)
+		ab_error (err, 0, S_ISDIR (st->st_mode) ? AB_E_CONFLICT : AB_E_INVALID,
+		          "%s is not a regular file", m->path);
 	ab_fs_as_user (false);
 	ab_fspath_free (&p);
+	if (probe >= 0)
+		close (probe);
 	if (fd < 0)
 		return -1;
 	if (fstat (fd, st) < 0 || !S_ISREG (st->st_mode)) {
@@ -247,7 +258,7 @@ prepare_write (const struct ab_msg_s *m, struct writer_s *w, ab_error_t *err)
 	struct stat st;
 	int r = -1;
 
-	if (ab_fspath_parse (m->path, &p, err) < 0)
+	if (ab_fspath_parse (m->path, AB_FS_WRITE, &p, err) < 0)
 		return -1;
 	ab_fs_as_user (true);
 	if (!p.base)

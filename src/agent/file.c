@@ -1,7 +1,8 @@
-/* The file service's one-shot requests: stat, list, mkdir -p, remove
- * (recursive, never following a symlink), rename.  Each resolves its path
- * once beneath its root (fsroot.c) and acts on (parent fd, last component)
- * as the configured sandbox user. */
+/* The file service's one-shot requests: stat, list (reads: anywhere the
+ * sandbox sees), mkdir -p, remove (recursive, never following a symlink),
+ * rename (writes: in a file root only).  Each resolves its path once
+ * beneath its root (fsroot.c) and acts on (parent fd, last component) as
+ * the configured sandbox user. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,13 +24,13 @@ typedef int (*file_op_fn) (struct ab_session_s *s, const struct ab_msg_s *m,
 
 /* Parse, act as the sandbox user, answer FAIL on error (the op answers OK). */
 static void
-run_op (struct ab_session_s *s, const struct ab_msg_s *m, file_op_fn op)
+run_op (struct ab_session_s *s, const struct ab_msg_s *m, ab_fs_access how, file_op_fn op)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	struct ab_fspath_s p;
 	int r;
 
-	if (ab_fspath_parse (m->path, &p, &err) < 0) {
+	if (ab_fspath_parse (m->path, how, &p, &err) < 0) {
 		ab_session_fail (s, m->req_id, &err);
 		return;
 	}
@@ -96,7 +97,7 @@ op_stat (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 void
 ab_req_file_stat (struct ab_session_s *s, struct ab_msg_s *m)
 {
-	run_op (s, m, op_stat);
+	run_op (s, m, AB_FS_READ, op_stat);
 }
 
 /* ---- list ------------------------------------------------------------------- */
@@ -163,7 +164,7 @@ op_list (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
          ab_error_t *err)
 {
 	struct listing_s l = { 0 };
-	int fd = ab_fs_open (p->root_fd, p->rel, O_RDONLY | O_DIRECTORY, m->path, err);
+	int fd = ab_fs_open (p, p->rel, O_RDONLY | O_DIRECTORY, m->path, err);
 	DIR *d;
 	int r;
 
@@ -185,7 +186,7 @@ op_list (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 void
 ab_req_file_list (struct ab_session_s *s, struct ab_msg_s *m)
 {
-	run_op (s, m, op_list);
+	run_op (s, m, AB_FS_READ, op_list);
 }
 
 /* ---- mkdir -p ------------------------------------------------------------------ */
@@ -210,8 +211,7 @@ op_mkdir (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspa
 		slash = strrchr (prefix, '/');
 		if (slash) {
 			*slash = '\0';
-			parent =
-			        ab_fs_open (p->root_fd, prefix, O_PATH | O_DIRECTORY, m->path, err);
+			parent = ab_fs_open (p, prefix, O_PATH | O_DIRECTORY, m->path, err);
 			*slash = '/';
 		} else {
 			parent = fcntl (p->root_fd, F_DUPFD_CLOEXEC, 3);
@@ -225,7 +225,7 @@ op_mkdir (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspa
 			prefix[i] = '/';
 	}
 	/* What is there now must be a directory (EEXIST may have been a file). */
-	if ((last = ab_fs_open (p->root_fd, p->rel, O_PATH | O_DIRECTORY, m->path, err)) < 0)
+	if ((last = ab_fs_open (p, p->rel, O_PATH | O_DIRECTORY, m->path, err)) < 0)
 		return -1;
 	ab_session_ok (s, m->req_id, NULL);
 	return 0;
@@ -234,7 +234,7 @@ op_mkdir (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspa
 void
 ab_req_file_mkdir (struct ab_session_s *s, struct ab_msg_s *m)
 {
-	run_op (s, m, op_mkdir);
+	run_op (s, m, AB_FS_WRITE, op_mkdir);
 }
 
 /* ---- remove -------------------------------------------------------------------- */
@@ -326,7 +326,7 @@ op_remove (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fsp
 void
 ab_req_file_remove (struct ab_session_s *s, struct ab_msg_s *m)
 {
-	run_op (s, m, op_remove);
+	run_op (s, m, AB_FS_WRITE, op_remove);
 }
 
 /* ---- rename -------------------------------------------------------------------- */
@@ -342,7 +342,7 @@ op_rename (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fsp
 	if (!p->base)
 		return ab_error (err, 0, AB_E_DENIED, "%s is a file root; it cannot be moved",
 		                 m->path);
-	if (ab_fspath_parse (m->to, &to, err) < 0)
+	if (ab_fspath_parse (m->to, AB_FS_WRITE, &to, err) < 0)
 		return -1;
 	if (!to.base)
 		ab_error (err, 0, AB_E_DENIED, "%s is a file root; it cannot be replaced", m->to);
@@ -365,5 +365,5 @@ op_rename (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fsp
 void
 ab_req_file_rename (struct ab_session_s *s, struct ab_msg_s *m)
 {
-	run_op (s, m, op_rename);
+	run_op (s, m, AB_FS_WRITE, op_rename);
 }

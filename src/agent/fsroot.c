@@ -1,20 +1,34 @@
-/* Confined paths for the file service.  A client path names a file root
- * (the workspace or a read-write mount, from CONFIG) and a path beneath it;
- * every lookup is one openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
- * from the root's fd, opened once at CONFIG, before any command ran (or,
- * where the kernel has no openat2 (gVisor), the same rules walked one
- * component at a time: base/openat2-walk.c).  The kernel then refuses
- * `..` above the root, absolute symlinks and symlinks that climb out, and
- * /proc magic links, atomically: a symlink swapped in while a call runs
- * cannot redirect it (the runc CVE-2021-30465 class of check-then-use
- * races).  Operations then act on the resulting fd or on
- * (parent fd, last component) without resolving again. */
+/* Confined paths for the file service.  Reads (read, stat, list) see what
+ * the sandbox's own processes see: a path is resolved from the sandbox's
+ * root, the agent's "/" opened once at CONFIG (the agent is PID 1 in the
+ * sandbox's mount namespace, with the same root as every command), with
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS): `..` and absolute
+ * symlinks stay inside that root as they do for a process, and /proc magic
+ * links are refused.  Writes (write, mkdir, remove, rename) go only to the
+ * file roots (the workspace and the read-write mounts, from CONFIG), each
+ * resolved from the root's fd with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS:
+ * `..` above the root, absolute symlinks and symlinks that climb out are
+ * refused.  Where the kernel has no openat2 (gVisor) the same rules are
+ * walked one component at a time (base/openat2-walk.c).  Either way the
+ * kernel (or the walk) decides atomically: a symlink swapped in while a
+ * call runs cannot redirect it (the runc CVE-2021-30465 class of
+ * check-then-use races).  Operations then act on the resulting fd or on
+ * (parent fd, last component) without resolving again.
+ *
+ * What the agent sees and its commands do not is kept out: procfs as a
+ * whole (its "self" is the agent: its memory, environment and fds, which
+ * a process of the sandbox cannot reach; see ab_fs_open), and the agent's
+ * capabilities (ab_fs_as_user drops them, so a file only root with
+ * CAP_DAC_OVERRIDE could read fails with EACCES as it does for a
+ * command). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +37,10 @@
 #include "base/openat2-walk.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
+
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0
+#endif
 
 #define MAX_COMPONENTS  512
 #define OPENAT2_RETRIES 8
@@ -86,8 +104,37 @@ have_fsids (void)
 	return have;
 }
 
-void
-ab_fs_as_user (bool on)
+/* The commands of the sandbox hold no capabilities; the agent does.  Even
+ * as uid 0, the file service must not override permissions a command is
+ * subject to (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER): the
+ * effective set is emptied while it acts and restored after (the
+ * permitted set is untouched, so the way back is open). */
+static struct __user_cap_data_struct saved_caps[2];
+
+static void
+caps_save (void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	if (syscall (SYS_capget, &hdr, saved_caps) < 0)
+		fsid_failure ();
+}
+
+static void
+caps_effective (bool none)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	memcpy (data, saved_caps, sizeof data);
+	if (none)
+		data[0].effective = data[1].effective = 0;
+	if (syscall (SYS_capset, &hdr, data) < 0)
+		fsid_failure ();
+}
+
+static void
+switch_ids (bool on)
 {
 	/* Group first while still privileged; back to root in reverse. */
 	if (have_fsids ()) {
@@ -109,6 +156,18 @@ ab_fs_as_user (bool on)
 	if (on ? setegid (ab_config.file_gid) < 0 || seteuid (ab_config.file_uid) < 0
 	       : seteuid (0) < 0 || setegid (0) < 0)
 		fsid_failure ();
+}
+
+void
+ab_fs_as_user (bool on)
+{
+	/* Saved before the ids change (leaving fsuid 0 clears some effective
+	 * capabilities); restored after going back, which refills the
+	 * effective set from the permitted one. */
+	if (on)
+		caps_save ();
+	switch_ids (on);
+	caps_effective (on);
 }
 
 /* Split into components, dropping empty ones and "."; NULL with an error
@@ -166,12 +225,16 @@ join (char **comps, size_t n)
 	return s;
 }
 
+/* A write: the longest file root that contains the path. */
 static int
 pick_root (const char *path, char **comps, size_t n, size_t *skip, ab_error_t *err)
 {
 	ssize_t best_len = -1;
 	int best = -1;
 
+	if (ab_config.n_roots == 0)
+		return ab_error (err, 0, AB_E_DENIED, "%s: the sandbox has no writable file roots",
+		                 path);
 	if (path[0] != '/') {
 		*skip = 0;
 		return 0; /* relative: the first root (the workspace) */
@@ -184,33 +247,65 @@ pick_root (const char *path, char **comps, size_t n, size_t *skip, ab_error_t *e
 		}
 	}
 	if (best < 0)
-		return ab_error (err, 0, AB_E_DENIED, "%s is outside the sandbox's file roots",
-		                 path);
+		return ab_error (err, 0, AB_E_DENIED,
+		                 "%s is outside the sandbox's writable file roots", path);
 	*skip = (size_t)best_len;
 	return best;
 }
 
-int
-ab_fspath_parse (const char *path, struct ab_fspath_s *out, ab_error_t *err)
+/* A read: the whole path beneath the sandbox's root; a relative one is
+ * taken in the first file root (the workspace), so it gets that root's
+ * components in front. */
+static int
+read_components (const char *path, char *root_buf, char **comps, size_t *n, ab_error_t *err)
 {
-	char buf[AB_MSG_MAX_PATH + 1];
-	char *comps[MAX_COMPONENTS];
+	size_t rn = 0;
+
+	if (path[0] != '/') {
+		if (ab_config.n_roots == 0)
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "%s: a relative path needs a workspace", path);
+		snprintf (root_buf, AB_MSG_MAX_PATH + 1, "%s", ab_config.roots[0]);
+		if (split (root_buf, comps, &rn, ab_config.roots[0], err) < 0)
+			return -1;
+	}
+	if (rn + *n > MAX_COMPONENTS)
+		return ab_error (err, 0, AB_E_LIMIT, "%s: too many path components", path);
+	memmove (comps + rn, comps + MAX_COMPONENTS, *n * sizeof *comps);
+	*n += rn;
+	return 0;
+}
+
+int
+ab_fspath_parse (const char *path, ab_fs_access how, struct ab_fspath_s *out, ab_error_t *err)
+{
+	char buf[AB_MSG_MAX_PATH + 1], root_buf[AB_MSG_MAX_PATH + 1];
+	char *comps[2 * MAX_COMPONENTS];
 	size_t n, skip = 0;
 	int root;
 
 	memset (out, 0, sizeof *out);
-	if (!ab_config.configured || ab_config.n_roots == 0)
-		return ab_error (err, 0, AB_E_CONFLICT, "the sandbox has no file roots configured");
+	if (!ab_config.configured)
+		return ab_error (err, 0, AB_E_CONFLICT, "the sandbox's files are not configured");
 	if (path[0] == '\0')
 		return ab_error (err, 0, AB_E_INVALID, "empty path");
 	if (strlen (path) > AB_MSG_MAX_PATH)
 		return ab_error (err, 0, AB_E_INVALID, "path too long");
 	strcpy (buf, path);
-	if (split (buf, comps, &n, path, err) < 0)
-		return -1;
-	if ((root = pick_root (path, comps, n, &skip, err)) < 0)
-		return -1;
-	out->root_fd = ab_config.root_fds[root];
+	if (how == AB_FS_READ) {
+		/* Split past the first MAX_COMPONENTS slots: the workspace's go in front. */
+		if (split (buf, comps + MAX_COMPONENTS, &n, path, err) < 0
+		    || read_components (path, root_buf, comps, &n, err) < 0)
+			return -1;
+		out->root_fd = ab_config.sandbox_root_fd;
+		out->resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	} else {
+		if (split (buf, comps, &n, path, err) < 0
+		    || (root = pick_root (path, comps, n, &skip, err)) < 0)
+			return -1;
+		out->root_fd = ab_config.root_fds[root];
+		out->resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	}
 	out->rel = join (comps + skip, n - skip);
 	if (n > skip) {
 		out->base = xstrdup (comps[n - 1]);
@@ -228,20 +323,44 @@ ab_fspath_free (struct ab_fspath_s *p)
 	memset (p, 0, sizeof *p);
 }
 
-int
-ab_fs_open (int root_fd, const char *rel, int flags, const char *shown, ab_error_t *err)
+/* procfs is the agent's own view: "self" and PID 1 are the agent (its
+ * memory, environment and fds; a process reads its own /proc/self, not
+ * the agent's), and what it holds open shows there.  Nothing of it is
+ * served, whichever path or symlink led there. */
+static int
+refuse_procfs (int fd, const char *shown, ab_error_t *err)
 {
-	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	struct statfs sfs;
+
+	/* Fail closed: gVisor's procfs answers ENOSYS for its files. */
+	if (fstatfs (fd, &sfs) < 0)
+		return ab_error (err, errno, AB_E_DENIED,
+		                 "%s: its file system cannot be told, so it is not served", shown);
+	if (sfs.f_type == PROC_SUPER_MAGIC)
+		return ab_error (err, 0, AB_E_DENIED,
+		                 "%s is in /proc, which the file service does not serve", shown);
+	return 0;
+}
+
+int
+ab_fs_open (const struct ab_fspath_s *p, const char *rel, int flags, const char *shown,
+            ab_error_t *err)
+{
 	int fd = -1;
 
 	/* EAGAIN: a concurrent rename raced the lookup; the kernel asks to retry. */
 	for (int i = 0; i < OPENAT2_RETRIES; i++) {
-		fd = ab_openat2_or_walk (root_fd, rel, (uint64_t)(flags | O_CLOEXEC), 0, resolve);
+		fd = ab_openat2_or_walk (p->root_fd, rel, (uint64_t)(flags | O_CLOEXEC), 0,
+		                         p->resolve);
 		if (fd >= 0 || errno != EAGAIN)
 			break;
 	}
 	if (fd < 0)
 		return ab_fs_error (err, errno, "open", shown);
+	if (refuse_procfs (fd, shown, err) < 0) {
+		close (fd);
+		return -1;
+	}
 	return fd;
 }
 
@@ -252,5 +371,5 @@ ab_fs_open_parent (const struct ab_fspath_s *p, const char *shown, ab_error_t *e
 		int fd = fcntl (p->root_fd, F_DUPFD_CLOEXEC, 3);
 		return fd < 0 ? ab_error (err, errno, AB_E_LIMIT, "dup") : fd;
 	}
-	return ab_fs_open (p->root_fd, p->dir_rel, O_PATH | O_DIRECTORY, shown, err);
+	return ab_fs_open (p, p->dir_rel, O_PATH | O_DIRECTORY, shown, err);
 }

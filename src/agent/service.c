@@ -85,6 +85,20 @@ open_roots (char **roots, size_t n, int *fds, ab_error_t *err)
 	return 0;
 }
 
+/* The sandbox's root as its commands see it: the agent is PID 1 in the
+ * sandbox's mount namespace and shares its root with every command it
+ * starts (no backend gives the agent a root of its own), so "/" now is
+ * what file reads resolve beneath (RESOLVE_IN_ROOT). */
+static int
+open_sandbox_root (ab_error_t *err)
+{
+	int fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "open the sandbox's root");
+	return fd;
+}
+
 static char **
 take_strv (char ***v)
 {
@@ -97,7 +111,7 @@ void
 ab_req_config (struct ab_session_s *s, struct ab_msg_s *m)
 {
 	ab_error_t err = AB_ERROR_INIT;
-	int *fds;
+	int *fds, root_fd = -1;
 
 	if (ab_config.configured) {
 		if (same_config (m))
@@ -110,11 +124,15 @@ ab_req_config (struct ab_session_s *s, struct ab_msg_s *m)
 		return;
 	}
 	fds = xcalloc (m->n_roots + 1, sizeof *fds);
-	if (open_roots (m->roots, m->n_roots, fds, &err) < 0) {
+	if ((root_fd = open_sandbox_root (&err)) < 0
+	    || open_roots (m->roots, m->n_roots, fds, &err) < 0) {
+		if (root_fd >= 0)
+			close (root_fd);
 		free (fds);
 		ab_session_fail (s, m->req_id, &err);
 		return;
 	}
+	ab_config.sandbox_root_fd = root_fd;
 	ab_config.root_fds = fds;
 	ab_config.n_roots = m->n_roots;
 	ab_config.roots = take_strv (&m->roots);

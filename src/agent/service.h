@@ -150,8 +150,9 @@ void ab_channel_pump_all (struct ab_session_s *s);
 
 struct ab_service_config_s {
 	bool configured;
-	char **roots;  /* file roots (paths) */
-	int *root_fds; /* O_PATH directory fds, one per root */
+	int sandbox_root_fd; /* O_PATH "/": what file reads resolve beneath */
+	char **roots;        /* file roots (paths): where file writes may go */
+	int *root_fds;       /* O_PATH directory fds, one per root */
 	size_t n_roots;
 	char **rw_paths; /* Landlock write paths of processes */
 	size_t n_rw_paths;
@@ -209,19 +210,25 @@ bool ab_proc_any_running (void);
 
 /* ---- fsroot.c: confined path resolution ----------------------------------- */
 
+typedef enum { AB_FS_READ, AB_FS_WRITE } ab_fs_access;
+
 struct ab_fspath_s {
-	int root_fd;   /* borrowed from ab_config */
-	char *rel;     /* beneath the root: "." for the root itself */
-	char *dir_rel; /* parent of rel ("." for a top-level entry); NULL for the root */
-	char *base;    /* last component; NULL for the root */
+	int root_fd;      /* borrowed from ab_config */
+	uint64_t resolve; /* openat2 RESOLVE_* for lookups beneath root_fd */
+	char *rel;        /* beneath the root: "." for the root itself */
+	char *dir_rel;    /* parent of rel ("." for a top-level entry); NULL for the root */
+	char *base;       /* last component; NULL for the root */
 };
 
 /* Map a client path to a root and a relative path; refuses `..`, empty
- * components are folded, paths outside every root are denied. */
-int ab_fspath_parse (const char *path, struct ab_fspath_s *out, ab_error_t *err);
+ * components are folded.  AB_FS_READ: beneath the sandbox's root
+ * (RESOLVE_IN_ROOT); AB_FS_WRITE: beneath the file root holding the path
+ * (RESOLVE_BENEATH), paths outside every root are denied. */
+int ab_fspath_parse (const char *path, ab_fs_access how, struct ab_fspath_s *out, ab_error_t *err);
 void ab_fspath_free (struct ab_fspath_s *p);
-/* openat2(root, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). */
-int ab_fs_open (int root_fd, const char *rel, int flags, const char *shown, ab_error_t *err);
+/* openat2(p->root_fd, rel, flags, p->resolve); anything on procfs is refused. */
+int ab_fs_open (const struct ab_fspath_s *p, const char *rel, int flags, const char *shown,
+                ab_error_t *err);
 /* The parent directory of p as an O_PATH fd (the root itself for a top-level entry). */
 int ab_fs_open_parent (const struct ab_fspath_s *p, const char *shown, ab_error_t *err);
 /* errno of a file operation -> error with the right kind. */
@@ -229,7 +236,8 @@ int ab_fs_error (ab_error_t *err, int errnum, const char *what, const char *path
 struct stat;
 /* FTYPE, SIZE, MODE, MTIME_MS of st into m. */
 void ab_stat_to_msg (const struct stat *st, struct ab_msg_s *m);
-/* Act as the configured sandbox user for file operations (setfsuid). */
+/* Act as the configured sandbox user for file operations (setfsuid), with
+ * no effective capabilities, as the sandbox's commands. */
 void ab_fs_as_user (bool on);
 
 /* ---- egress.c ------------------------------------------------------------ */

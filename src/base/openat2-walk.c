@@ -2,7 +2,9 @@
  * Each name is opened with O_PATH | O_NOFOLLOW from a directory fd we hold,
  * so the kernel never follows a symlink or a `..` on our behalf: the walk
  * decides every step, exactly as fs/namei.c does for RESOLVE_BENEATH
- * (`..` at the start is EXDEV, an absolute symlink is EXDEV, a magic link is
+ * (`..` at the start is EXDEV, an absolute symlink is EXDEV), for
+ * RESOLVE_IN_ROOT (`..` at the start stays there, an absolute path or
+ * symlink starts over at the start), a magic link is
  * ELOOP under RESOLVE_NO_MAGICLINKS, any symlink is ELOOP under
  * RESOLVE_NO_SYMLINKS, at most MAXSYMLINKS = 40 links per lookup). */
 #include "base/openat2-walk.h"
@@ -23,6 +25,7 @@
 
 #define WALK_MAX_LINKS 40 /* MAXSYMLINKS, include/linux/namei.h */
 #define WALK_CONTINUE  (-2)
+#define SCOPED         (RESOLVE_BENEATH | RESOLVE_IN_ROOT) /* LOOKUP_IS_SCOPED */
 
 struct walk_s {
 	int start;      /* the caller's dirfd, or our fd of "/" after a jump */
@@ -124,13 +127,15 @@ splice_link (struct walk_s *w, int linkfd, const char *name, bool last, bool sla
 	if (n == 0)
 		return fail (ENOENT);
 	if (is_magic (cur (w), target))
-		return fail ((w->resolve & RESOLVE_NO_MAGICLINKS) || !(w->resolve & RESOLVE_BENEATH)
+		return fail ((w->resolve & RESOLVE_NO_MAGICLINKS) || !(w->resolve & SCOPED)
 		                     ? ELOOP
 		                     : EXDEV);
 	if (target[0] == '/') {
 		if (w->resolve & RESOLVE_BENEATH)
 			return fail (EXDEV);
-		if (jump_root (w) < 0)
+		if (w->resolve & RESOLVE_IN_ROOT)
+			drop_dirs (w); /* the start is "/" */
+		else if (jump_root (w) < 0)
 			return -1;
 	}
 	if (last)
@@ -172,6 +177,8 @@ step_dotdot (struct walk_s *w, bool last)
 		close (w->dirs[--w->depth]);
 	} else if (w->resolve & RESOLVE_BENEATH) {
 		return fail (EXDEV);
+	} else if (w->resolve & RESOLVE_IN_ROOT) {
+		; /* `..` of the root is the root, as after chroot(2) */
 	} else {
 		int fd = openat (cur (w), "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
@@ -288,7 +295,8 @@ ab_openat2_walk (int dirfd, const char *path, uint64_t flags, uint64_t mode, uin
 	if (path[0] == '/' && (resolve & RESOLVE_BENEATH))
 		return fail (EXDEV);
 	w.rest = xstrdup (path);
-	fd = path[0] == '/' && jump_root (&w) < 0 ? -1 : walk (&w);
+	/* Under RESOLVE_IN_ROOT an absolute path starts at dirfd, as the kernel's. */
+	fd = path[0] == '/' && !(resolve & RESOLVE_IN_ROOT) && jump_root (&w) < 0 ? -1 : walk (&w);
 	saved = errno;
 	drop_dirs (&w);
 	free (w.dirs);

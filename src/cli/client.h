@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "daemon/http-io.h"
+#include "net/http-io.h"
 
 int ab_cmd_serve (int argc, char **argv);
 int ab_cmd_create (int argc, char **argv);

@@ -27,6 +27,13 @@ report_error (void *arg, const ab_error_t *err)
 	ab_cli_report (err);
 }
 
+/* SIGINT/SIGTERM: async-signal-safe (an eventfd write). */
+static void
+stop_proxy (void *proxy)
+{
+	ab_cred_proxy_stop (proxy);
+}
+
 static int
 serve (const char *listen, const char *config, const char *progname)
 {
@@ -50,6 +57,7 @@ serve (const char *listen, const char *config, const char *progname)
 	if (proxy == NULL
 	    || ab_cred_proxy_listen (proxy, host, port, bound, sizeof bound, &err) < 0)
 		goto out;
+	ab_cli_stop_on_signals (stop_proxy, proxy);
 	fprintf (stderr, "%s listening on %s\n", progname, bound);
 	fflush (stderr);
 	if (ab_cred_proxy_run (proxy, &err) < 0)

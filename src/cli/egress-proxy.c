@@ -253,6 +253,13 @@ report_error (void *arg, const ab_error_t *err)
 	ab_cli_report (err);
 }
 
+/* SIGINT/SIGTERM: async-signal-safe (an eventfd write). */
+static void
+stop_proxy (void *proxy)
+{
+	ab_egress_proxy_stop (proxy);
+}
+
 static int
 serve (const struct serve_opts_s *o, const char *progname)
 {
@@ -289,6 +296,7 @@ serve (const struct serve_opts_s *o, const char *progname)
 	if (proxy == NULL
 	    || ab_egress_proxy_listen (proxy, host, port, bound, sizeof bound, &err) < 0)
 		goto out;
+	ab_cli_stop_on_signals (stop_proxy, proxy);
 	fprintf (stderr, "%s listening on %s denying [%s]\n", progname, bound,
 	         ab_addr_groups_format (ab_egress_policy_deny_groups (policy), groups));
 	if (ab_egress_proxy_run (proxy, &err) < 0)

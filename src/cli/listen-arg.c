@@ -1,4 +1,5 @@
 /* Command-line pieces shared by the sidecars: see listen-arg.h. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,4 +50,26 @@ ab_cli_split_listen (const char *text, const char *default_host, char **host, ch
 	*host = xstrdup (hp.host);
 	*port = xasprintf ("%u", (unsigned)hp.port);
 	return 0;
+}
+
+static void (*stop_fn) (void *arg);
+static void *stop_arg;
+
+static void
+on_stop_signal (int sig)
+{
+	(void)sig;
+	stop_fn (stop_arg);
+}
+
+void
+ab_cli_stop_on_signals (void (*stop) (void *arg), void *arg)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal, .sa_flags = SA_RESTART };
+
+	stop_fn = stop;
+	stop_arg = arg;
+	sigemptyset (&sa.sa_mask);
+	sigaction (SIGINT, &sa, NULL);
+	sigaction (SIGTERM, &sa, NULL);
 }

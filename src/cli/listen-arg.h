@@ -1,6 +1,6 @@
 /* Command-line pieces shared by the standalone sidecars (credential-proxy,
  * egress-proxy, preview-bridge): "--flag value" / "--flag=value", the
- * usage error, and the HOST:PORT of --listen. */
+ * usage error, the HOST:PORT of --listen, and stopping on SIGINT/SIGTERM. */
 #ifndef AB_CLI_LISTEN_ARG_H
 #define AB_CLI_LISTEN_ARG_H
 
@@ -22,5 +22,11 @@ int ab_cli_usage_error (const char *progname, const char *usage, int rc, const c
  * secrets and stays on loopback unless asked).  -1 for anything
  * ab_listen_parse refuses. */
 int ab_cli_split_listen (const char *text, const char *default_host, char **host, char **port);
+
+/* SIGINT and SIGTERM call stop(arg) from the handler, so stop must be
+ * async-signal-safe (the proxies' ab_*_proxy_stop write an eventfd).  The
+ * program's edge installs this; the library layers change no process-wide
+ * signal disposition. */
+void ab_cli_stop_on_signals (void (*stop) (void *arg), void *arg);
 
 #endif

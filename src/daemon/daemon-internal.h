@@ -1,6 +1,7 @@
 /* The daemon's parts, shared between its files (not a public interface).
  *
- *   server.c      accept loop, a thread per connection, auth, dispatch
+ *   server.c      listeners, the API's hooks on net/http-server.h (a thread
+ *                 per connection, limits, linger), auth, dispatch
  *   router.c      the REST routes: method + path pattern -> handler
  *   respond.c     requests (query, JSON bodies) and responses (JSON, errors, streams)
  *   registry.c    the sandboxes this daemon serves; reference counted
@@ -23,7 +24,8 @@
 #include "base/error.h"
 #include "base/sys.h"
 #include "daemon/daemon.h"
-#include "daemon/http-io.h"
+#include "net/http-io.h"
+#include "net/http-server.h"
 #include "session/agent-client.h"
 #include "spec/spec.h"
 
@@ -85,8 +87,9 @@ struct ab_daemon_s {
 	char *sandboxes_dir;
 	pthread_mutex_t lock;
 	struct ab_box_s *boxes;
-	unsigned n_boxes, n_conns;
-	int epfd; /* monitors' pidfds */
+	unsigned n_boxes;
+	struct ab_http_server_s *http; /* net/http-server.h: the API's connections */
+	int epfd;                      /* monitors' pidfds */
 	bool has_token;
 	uint8_t token_digest[32];
 	volatile int stopping;

@@ -130,9 +130,7 @@ ab_metrics_render (struct ab_daemon_s *d)
 	fputs ("# HELP agentbox_connections Open API connections\n# TYPE agentbox_connections "
 	       "gauge\n",
 	       f);
-	pthread_mutex_lock (&d->lock);
-	fprintf (f, "agentbox_connections %u\n", d->n_conns);
-	pthread_mutex_unlock (&d->lock);
+	fprintf (f, "agentbox_connections %u\n", ab_http_server_conns (d->http));
 	for (size_t i = 0; i < N_COUNTERS; i++)
 		fprintf (f,
 		         "# HELP agentbox_%s_total %s\n# TYPE agentbox_%s_total "

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#include "daemon/http-io.h"
+#include "net/http-io.h"
 
 #define RELAY_CHUNK (64 * 1024)
 

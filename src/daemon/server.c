@@ -1,14 +1,14 @@
 /* The daemon's front: the unix socket (0600 in a private directory), the
- * optional loopback TCP listener with a bearer token, one thread per
- * connection (the agent client is blocking; no thread ever forks a
- * sandbox, see spawn.c), and the request loop of each connection. */
+ * optional loopback TCP listener with a bearer token, and the hooks that
+ * put the API on the HTTP server (net/http-server.h: a thread per
+ * connection, since the agent client is blocking; no thread ever forks a
+ * sandbox, see spawn.c): peer check, auth, dispatch to the router. */
 #include "daemon/daemon-internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,18 +28,17 @@
 #include "base/log.h"
 #include "base/unix-socket.h"
 #include "base/xalloc.h"
+#include "net/http-server.h"
 #include "policy/hostname.h"
 
-#define IDLE_TIMEOUT_S 120 /* a keep-alive connection with nothing to say */
-#define SEND_TIMEOUT_S 600 /* a client that reads nothing for this long is dropped */
+#define IDLE_TIMEOUT_S 120  /* a keep-alive connection with nothing to say */
+#define SEND_TIMEOUT_S 600  /* a client that reads nothing for this long is dropped */
+#define LINGER_MS      2000 /* after a closing answer (net/http-server.h) */
 #define THREAD_STACK   (1 << 20)
 #define MIN_TOKEN_LEN  16
 
-struct conn_s {
-	struct ab_daemon_s *d;
-	int fd;
-	bool tcp;
-};
+/* The listener a connection came in on. */
+enum { TAG_UNIX, TAG_TCP };
 
 void
 ab_daemon_config_init (struct ab_daemon_config_s *c)
@@ -295,9 +294,10 @@ split_target (struct ab_req_s *r, struct ab_http_io_s *io)
 
 /* One request; returns false when the connection must close. */
 static bool
-serve_one (struct conn_s *c, struct ab_http_io_s *io)
+serve_one (struct ab_daemon_s *d, struct ab_http_conn_s *c)
 {
-	struct ab_req_s r = { .d = c->d, .io = io, .fd = c->fd };
+	struct ab_http_io_s *io = &c->io;
+	struct ab_req_s r = { .d = d, .io = io, .fd = c->fd };
 	cleanup_free char *method = xstrndup (io->head.method, io->head.method_len);
 	uint64_t t0 = ab_mono_us ();
 
@@ -310,7 +310,7 @@ serve_one (struct conn_s *c, struct ab_http_io_s *io)
 		ab_api_port_proxy (&r);
 	} else if (split_target (&r, io) < 0)
 		ab_resp_fail (&r, 400, "invalid", "request target must be an origin-form path");
-	else if (c->tcp && !authorized (c->d, io))
+	else if (c->tag == TAG_TCP && !authorized (d, io))
 		ab_resp_fail (&r, 401, "unauthorized", "missing or wrong bearer token");
 	else
 		ab_route (&r);
@@ -319,82 +319,62 @@ serve_one (struct conn_s *c, struct ab_http_io_s *io)
 	ab_metrics_observe (AB_M_REQUEST, ab_mono_us () - t0);
 	free (r.path);
 	free (r.query);
-	return !r.close && io->body_done;
+	return !r.close;
 }
 
-static void *
-conn_main (void *arg)
-{
-	struct conn_s *c = arg;
-	struct ab_http_io_s io;
-	struct timeval idle = { .tv_sec = IDLE_TIMEOUT_S }, snd = { .tv_sec = SEND_TIMEOUT_S };
+/* ---- the hooks on net/http-server.h ------------------------------------- */
 
-	setsockopt (c->fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
-	setsockopt (c->fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
-	ab_http_io_init (&io, c->fd, c->d->cfg->max_head);
-	for (;;) {
-		struct ab_http_error_s e;
-		int rc = ab_http_io_read_request (&io, &e);
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			if (e.status)
-				error_and_close (c->fd, e.status,
-				                 e.status == 431 ? "head_too_large" : "invalid",
-				                 e.reason);
-			break;
-		}
-		if (!serve_one (c, &io))
-			break;
-	}
-	ab_http_io_free (&io);
-	close (c->fd);
-	pthread_mutex_lock (&c->d->lock);
-	c->d->n_conns--;
-	pthread_mutex_unlock (&c->d->lock);
-	free (c);
-	return NULL;
+static bool
+on_accept (void *ctx, int fd, unsigned tag)
+{
+	return tag == TAG_TCP || peer_allowed (fd);
 }
 
 static void
-accept_one (struct ab_daemon_s *d, int lfd, bool tcp)
+on_refuse (void *ctx, int fd, const char *why)
 {
-	int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
-	struct conn_s *c;
-	pthread_attr_t attr;
-	pthread_t t;
-	bool full;
+	error_and_close (fd, 503, "unavailable", why);
+}
 
-	if (fd < 0)
-		return;
-	if (!tcp && !peer_allowed (fd)) {
-		close (fd);
-		return;
-	}
-	pthread_mutex_lock (&d->lock);
-	full = d->n_conns >= d->cfg->max_connections;
-	if (!full)
-		d->n_conns++;
-	pthread_mutex_unlock (&d->lock);
-	if (full) {
-		error_and_close (fd, 503, "unavailable", "too many connections");
-		close (fd);
-		return;
-	}
-	c = xcalloc (1, sizeof *c);
-	*c = (struct conn_s){ .d = d, .fd = fd, .tcp = tcp };
-	pthread_attr_init (&attr);
-	pthread_attr_setstacksize (&attr, THREAD_STACK);
-	pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create (&t, &attr, conn_main, c) != 0) {
-		error_and_close (fd, 503, "unavailable", "cannot start a thread");
-		close (fd);
-		free (c);
-		pthread_mutex_lock (&d->lock);
-		d->n_conns--;
-		pthread_mutex_unlock (&d->lock);
-	}
-	pthread_attr_destroy (&attr);
+static void
+on_head_error (void *ctx, struct ab_http_conn_s *c, const struct ab_http_error_s *e)
+{
+	error_and_close (c->fd, e->status, e->status == 431 ? "head_too_large" : "invalid",
+	                 e->reason);
+}
+
+static ab_http_next
+on_request (void *ctx, struct ab_http_conn_s *c)
+{
+	return serve_one (ctx, c) ? AB_HTTP_KEEP : AB_HTTP_CLOSE;
+}
+
+static const struct ab_http_server_ops_s daemon_ops = {
+	.accept = on_accept,
+	.refuse = on_refuse,
+	.head_error = on_head_error,
+	.request = on_request,
+};
+
+static int
+start_server (struct ab_daemon_s *d, int *ufd, int *tfd, ab_error_t *err)
+{
+	const struct ab_http_server_config_s hc = {
+		.max_conns = d->cfg->max_connections,
+		.max_head = d->cfg->max_head,
+		.idle_timeout_ms = IDLE_TIMEOUT_S * 1000,
+		.head_timeout_ms = IDLE_TIMEOUT_S * 1000,
+		.send_timeout_ms = SEND_TIMEOUT_S * 1000,
+		.linger_ms = LINGER_MS,
+		.thread_stack = THREAD_STACK,
+	};
+
+	d->http = ab_http_server_new (&hc, &daemon_ops, d);
+	if (ab_http_server_add_listener (d->http, steal_fd (ufd), TAG_UNIX, err) < 0)
+		return -1;
+	if (*tfd >= 0 && ab_http_server_add_listener (d->http, steal_fd (tfd), TAG_TCP, err) < 0)
+		return -1;
+	return 0;
 }
 
 static int
@@ -450,9 +430,10 @@ signals (void)
 int
 ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 {
+	/* Static: connection threads may still use it while the process exits. */
 	static struct ab_daemon_s d;
 	cleanup_close int lock_fd = -1, ufd = -1, tfd = -1, sfd = -1;
-	struct pollfd p[3];
+	int rc;
 
 	if (setup (&d, c, &lock_fd, err) < 0 || ab_daemon_adopt (&d, err) < 0)
 		return -1;
@@ -460,25 +441,19 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 	    || (c->listen && (tfd = listen_tcp (c, err)) < 0))
 		return -1;
 	sfd = signals ();
-	if (ab_housekeeping_start (&d, err) < 0)
+	if (ab_housekeeping_start (&d, err) < 0 || start_server (&d, &ufd, &tfd, err) < 0)
 		return -1;
 	ab_log (AB_LOG_INFO, "listening on %s (state in %s, %u sandboxes adopted)", c->socket_path,
 	        c->state_dir, d.n_boxes);
-	p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = ufd, .events = POLLIN };
-	p[2] = (struct pollfd){ .fd = tfd, .events = POLLIN };
-	for (;;) {
-		if (poll (p, 3, -1) < 0 && errno != EINTR)
-			return ab_error (err, errno, AB_E_SYSTEM, "poll");
-		if (p[0].revents)
-			break;
-		if (p[1].revents)
-			accept_one (&d, ufd, false);
-		if (p[2].revents)
-			accept_one (&d, tfd, true);
-	}
-	/* Sandboxes live on; the next daemon adopts them from the state dir. */
+	rc = ab_http_server_run (d.http, sfd, err);
+	/* Sandboxes live on; the next daemon adopts them from the state dir.
+	 * Connections are left to the process's exit: their handlers may be
+	 * waiting on a sandbox, and must not mistake the stop for a client
+	 * that went away (net/http-server.h). */
 	unlink (c->socket_path);
+	ab_http_server_free (d.http);
+	if (rc < 0)
+		return -1;
 	ab_log (AB_LOG_INFO, "stopped; %u sandboxes keep running", d.n_boxes);
 	return 0;
 }

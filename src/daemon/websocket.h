@@ -3,7 +3,7 @@
  * masked frames required in, RFC 6455 5.1) and the CLI client (the other
  * way round).  The framing, its checks and the handshake keys are the one
  * codec's (net/websocket.h); this file only moves its frames through
- * daemon/http-io.h's buffered reader and a blocking write. */
+ * net/http-io.h's buffered reader and a blocking write. */
 #ifndef AB_DAEMON_WEBSOCKET_H
 #define AB_DAEMON_WEBSOCKET_H
 
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "daemon/http-io.h"
+#include "net/http-io.h"
 #include "net/websocket.h"
 
 /* Messages larger than this are refused (close code 1009). */

@@ -117,28 +117,38 @@ bind_listener (const struct addrinfo *ai, ab_error_t *err)
 }
 
 int
-ab_listener_open (struct ab_listener_s *l, struct event_base *base, const char *host,
-                  const char *port, char *bound, size_t bound_len, ab_error_t *err)
+ab_tcp_listen (const char *host, const char *port, char *bound, size_t bound_len, ab_error_t *err)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
+	cleanup_close int fd = -1;
 	int e;
 
 	e = getaddrinfo (host && *host ? host : NULL, port, &hints, &ai);
 	if (e != 0)
 		return ab_error (err, 0, AB_E_INVALID, "listen address %s:%s: %s", host, port,
 		                 gai_strerror (e));
-	l->fd = bind_listener (ai, err);
+	fd = bind_listener (ai, err);
 	freeaddrinfo (ai);
-	if (l->fd < 0)
+	if (fd < 0)
 		return ab_error_wrap (err, "listen on %s:%s", host, port);
-	if (getsockname (l->fd, (struct sockaddr *)&ss, &sl) < 0)
+	if (getsockname (fd, (struct sockaddr *)&ss, &sl) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "getsockname");
 	if (bound != NULL)
 		ab_sockaddr_format ((struct sockaddr *)&ss, bound, bound_len);
+	return steal_fd (&fd);
+}
+
+int
+ab_listener_open (struct ab_listener_s *l, struct event_base *base, const char *host,
+                  const char *port, char *bound, size_t bound_len, ab_error_t *err)
+{
+	l->fd = ab_tcp_listen (host, port, bound, bound_len, err);
+	if (l->fd < 0)
+		return -1;
 	l->ev = event_new (base, l->fd, EV_READ | EV_PERSIST, on_accept, l);
 	if (l->retry_ms > 0)
 		l->retry_ev = evtimer_new (base, on_retry, l);

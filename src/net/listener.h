@@ -28,6 +28,12 @@ struct ab_listener_s {
 	void *owner;
 };
 
+/* The bind behind ab_listener_open, for servers off the event loop
+ * (net/http-server.h): a non-blocking, close-on-exec TCP socket listening
+ * on host:port (SO_REUSEADDR), or -1. */
+int ab_tcp_listen (const char *host, const char *port, char *bound, size_t bound_len,
+                   ab_error_t *err);
+
 /* Not listening yet: safe to ab_listener_close. */
 void ab_listener_init (struct ab_listener_s *l, bool (*full) (void *owner),
                        void (*take) (void *owner, int fd), void *owner, unsigned retry_ms);

@@ -1,6 +1,5 @@
 /* Stopping a proxy's event loop: see loop-stop.h. */
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -39,14 +38,6 @@ ab_loop_stop_open (struct ab_loop_stop_s *s, struct event_base *base)
 int
 ab_loop_stop_run (struct ab_loop_stop_s *s, ab_error_t *err)
 {
-	static const int sigs[2] = { SIGINT, SIGTERM };
-
-	for (int i = 0; i < 2; i++) {
-		if (s->sig_ev[i] == NULL)
-			s->sig_ev[i] = evsignal_new (s->base, sigs[i], on_stop, s);
-		if (s->sig_ev[i] == NULL || event_add (s->sig_ev[i], NULL) < 0)
-			return ab_error (err, 0, AB_E_SYSTEM, "register signal handler");
-	}
 	if (event_base_dispatch (s->base) < 0)
 		return ab_error (err, 0, AB_E_SYSTEM, "event loop failed");
 	return 0;
@@ -67,11 +58,6 @@ ab_loop_stop_request (struct ab_loop_stop_s *s)
 void
 ab_loop_stop_close (struct ab_loop_stop_s *s)
 {
-	for (int i = 0; i < 2; i++) {
-		if (s->sig_ev[i] != NULL)
-			event_free (s->sig_ev[i]);
-		s->sig_ev[i] = NULL;
-	}
 	if (s->ev != NULL)
 		event_free (s->ev);
 	s->ev = NULL;

@@ -1,6 +1,7 @@
 /* Stopping a proxy's event loop: from another thread or a signal handler
- * (ab_loop_stop_request writes an eventfd, which is async-signal-safe),
- * or by SIGINT/SIGTERM while ab_loop_stop_run dispatches. */
+ * (ab_loop_stop_request writes an eventfd, which is async-signal-safe).
+ * No signal is handled here: a program that wants SIGINT/SIGTERM to stop
+ * the loop installs that at its edge (cli: ab_cli_stop_on_signals). */
 #ifndef AB_NET_LOOP_STOP_H
 #define AB_NET_LOOP_STOP_H
 
@@ -12,14 +13,13 @@ struct ab_loop_stop_s {
 	struct event_base *base;
 	int fd; /* the eventfd, -1 until ab_loop_stop_open */
 	struct event *ev;
-	struct event *sig_ev[2];
 };
 
 /* Not open yet: safe to ab_loop_stop_close. */
 void ab_loop_stop_init (struct ab_loop_stop_s *s);
 /* -1 with errno (or errno 0) when the eventfd or its event cannot be made. */
 int ab_loop_stop_open (struct ab_loop_stop_s *s, struct event_base *base);
-/* Dispatch until stopped, SIGINT or SIGTERM. */
+/* Dispatch until ab_loop_stop_request. */
 int ab_loop_stop_run (struct ab_loop_stop_s *s, ab_error_t *err);
 /* Async-signal-safe; keeps errno. */
 void ab_loop_stop_request (struct ab_loop_stop_s *s);

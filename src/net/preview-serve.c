@@ -1,58 +1,40 @@
+/* `preview-bridge serve` (preview-serve.h): a request handler on the HTTP
+ * server (net/http-server.h), a thread per connection.  The signalling
+ * store is shared by every connection's thread, so it is used under a
+ * lock. */
 #include "net/preview-serve.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
-#include <event2/listener.h>
-#include <netdb.h>
-#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "net/http-head.h"
+#include "net/http-io.h"
+#include "net/http-server.h"
 #include "net/http-status.h"
-#include "net/iobuf.h"
 #include "net/listener.h"
-#include "net/preview-buf.h"
-#include "net/preview-http.h"
 
-#define MAX_HEAD   (16 * 1024)
-#define MAX_FIELDS 64
+#define MAX_HEAD (16 * 1024)
+/* jansson parses and dumps recursively, up to 2048 levels of nesting (a
+ * poll answer holds every kept document): measured to need more than
+ * 256 KiB; reserved, not touched, until used. */
+#define THREAD_STACK (1 << 20)
 
 typedef enum { ROUTE_NOT_FOUND = 0, ROUTE_HEALTHZ, ROUTE_SIGNAL } route_t;
-typedef enum { ST_HEAD = 0, ST_BODY, ST_LINGER } conn_state;
-
-struct conn_s {
-	ab_preview_server_t *srv;
-	struct bufferevent *bev;
-	struct event *timer;
-	conn_state state;
-	bool closing; /* close once the answer is out */
-	bool keep_alive;
-	route_t route;
-	ab_http_body_kind body_kind;
-	uint64_t content_length;
-	struct ab_http_chunked_s chunked;
-	struct ab_iobuf_s body;
-	size_t scan;
-	struct conn_s *prev, *next;
-};
 
 struct ab_preview_server_s {
 	struct ab_preview_serve_config_s cfg;
-	struct event_base *base;
-	struct evconnlistener *listener;
-	struct event *sig_ev[2];
-	struct ab_signal_store_s *store;
-	struct ab_http_field_s fields[MAX_FIELDS];
-	struct conn_s *conns;
-	unsigned n_conns;
+	ab_http_server_t *http;
+	pthread_mutex_t store_lock;
+	struct ab_signal_store_s *store; /* under store_lock */
+	int sig_fd;                      /* SIGINT, SIGTERM */
+	sigset_t old_mask;
 };
 
 void
@@ -65,112 +47,104 @@ ab_preview_serve_config_default (struct ab_preview_serve_config_s *c)
 	c->linger_ms = 2000;
 }
 
-static void process (struct conn_s *c);
-
-static void
-arm_timer (struct conn_s *c, unsigned ms)
-{
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
-	evtimer_add (c->timer, &tv);
-}
-
-static void
-conn_free (struct conn_s *c)
-{
-	ab_preview_server_t *s = c->srv;
-
-	bufferevent_free (c->bev);
-	event_free (c->timer);
-	ab_iobuf_free (&c->body);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	s->n_conns--;
-	free (c);
-}
-
 /* ---- answers -------------------------------------------------------------- */
 
-static void
-respond (struct conn_s *c, int status, const char *type, const char *body, size_t len)
-{
-	struct evbuffer *out = bufferevent_get_output (c->bev);
+/* One answer on one connection; keep_alive false closes it afterwards. */
+struct answer_s {
+	int fd;
+	bool keep_alive;
+};
 
-	if (!c->keep_alive)
-		c->closing = true;
-	evbuffer_add_printf (out,
-	                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	                     "Cache-Control: no-store\r\n%s\r\n",
-	                     status, ab_http_status_text (status), type, len,
-	                     c->closing ? "Connection: close\r\n" : "");
-	evbuffer_add (out, body, len);
+static void
+respond (struct answer_s *a, int status, const char *type, const char *body, size_t len)
+{
+	cleanup_free char *head =
+	        xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	                   "Cache-Control: no-store\r\n%s\r\n",
+	                   status, ab_http_status_text (status), type, len,
+	                   a->keep_alive ? "" : "Connection: close\r\n");
+	size_t hl = strlen (head);
+	/* One write: a head and a body sent apart would wait on Nagle and the
+	 * client's delayed ACK. */
+	cleanup_free char *msg = xmalloc (hl + len);
+
+	memcpy (msg, head, hl);
+	memcpy (msg + hl, body, len);
+	ab_http_write (a->fd, msg, hl + len);
 }
 
 static void
-respond_text (struct conn_s *c, int status, const char *text)
+respond_text (struct answer_s *a, int status, const char *text)
 {
-	respond (c, status, "text/plain; charset=utf-8", text, strlen (text));
+	respond (a, status, "text/plain; charset=utf-8", text, strlen (text));
 }
 
 static void
-respond_json (struct conn_s *c, int status, json_t *doc)
+respond_json (struct answer_s *a, int status, json_t *doc)
 {
 	cleanup_free char *text = json_dumps (doc, JSON_COMPACT);
 
-	respond (c, status, "application/json", text, strlen (text));
+	respond (a, status, "application/json", text, strlen (text));
 	json_decref (doc);
 }
 
 /* A request the connection cannot recover from: answer and close. */
 static void
-respond_fatal (struct conn_s *c, int status, const char *text)
+respond_fatal (struct answer_s *a, int status, const char *text)
 {
-	c->keep_alive = false;
-	respond_text (c, status, text);
+	a->keep_alive = false;
+	respond_text (a, status, text);
 }
 
 static void
-answer_signal (struct conn_s *c)
+answer_too_large (struct answer_s *a)
+{
+	a->keep_alive = false;
+	respond_json (a, 413, json_pack ("{s:s}", "error", "payload too large"));
+}
+
+static void
+answer_document (ab_preview_server_t *s, struct answer_s *a, const char *body, size_t len)
 {
 	/* Any JSON text is JSON (RFC 8259 2), even a bare string: the store
 	 * calls that an invalid signal document, not bad JSON. */
-	json_t *doc = json_loadb (ab_preview_bytes (&c->body), ab_iobuf_len (&c->body),
-	                          JSON_DECODE_ANY, NULL);
+	json_t *doc = json_loadb (body, len, JSON_DECODE_ANY, NULL);
 	json_t *answer = NULL;
 	int status;
 
 	if (doc == NULL) {
-		respond_json (c, 400, json_pack ("{s:s}", "error", "bad json"));
+		respond_json (a, 400, json_pack ("{s:s}", "error", "bad json"));
 		return;
 	}
-	status = ab_signal_store_handle (c->srv->store, doc, ab_iobuf_len (&c->body), &answer);
+	pthread_mutex_lock (&s->store_lock);
+	status = ab_signal_store_handle (s->store, doc, len, &answer);
+	pthread_mutex_unlock (&s->store_lock);
 	json_decref (doc);
-	respond_json (c, status, answer);
+	respond_json (a, status, answer);
 }
 
-static void
-answer_request (struct conn_s *c)
+/* POST /signal: read the body (bounded by max_body and the request's
+ * deadline), then hand it to the store. */
+static ab_http_next
+answer_signal (ab_preview_server_t *s, struct ab_http_conn_s *c, struct answer_s *a, bool has_body)
 {
-	switch (c->route) {
-	case ROUTE_HEALTHZ: respond_text (c, 200, "ok"); break;
-	case ROUTE_SIGNAL: answer_signal (c); break;
-	case ROUTE_NOT_FOUND: respond_text (c, 404, "not found"); break;
+	ab_error_t err = AB_ERROR_INIT;
+	cleanup_free char *body = NULL;
+	size_t len = 0;
+
+	if (c->io.head.expect_continue && has_body)
+		ab_http_write (c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	if (ab_http_io_body_all (&c->io, s->cfg.max_body, &body, &len, &err) < 0) {
+		if (err.kind == AB_E_LIMIT)
+			answer_too_large (a);
+		else if (err.kind == AB_E_INVALID)
+			respond_fatal (a, 400, c->io.body_error ? c->io.body_error : "bad chunk");
+		else
+			return AB_HTTP_DROP; /* cut off or timed out: nobody to answer */
+		return AB_HTTP_CLOSE;
 	}
-	ab_iobuf_free (&c->body);
-	c->state = ST_HEAD;
-	c->scan = 0;
-	if (!c->closing)
-		arm_timer (c, c->srv->cfg.request_timeout_ms);
-}
-
-static void
-answer_too_large (struct conn_s *c)
-{
-	c->keep_alive = false;
-	respond_json (c, 413, json_pack ("{s:s}", "error", "payload too large"));
+	answer_document (s, a, body, len);
+	return a->keep_alive ? AB_HTTP_KEEP : AB_HTTP_CLOSE;
 }
 
 /* ---- reading requests ------------------------------------------------------ */
@@ -191,228 +165,105 @@ route_of (const struct ab_http_head_s *h)
 	return ROUTE_NOT_FOUND;
 }
 
-/* What the head says about the body; false when the answer is already
- * written (413, or a body we will not read). */
-static bool
-start_body (struct conn_s *c, const struct ab_http_head_s *h)
+static void
+answer_simple (struct answer_s *a, route_t route)
 {
+	if (route == ROUTE_HEALTHZ)
+		respond_text (a, 200, "ok");
+	else
+		respond_text (a, 404, "not found");
+}
+
+/* ---- the hooks on net/http-server.h ----------------------------------------- */
+
+static ab_http_next
+on_request (void *ctx, struct ab_http_conn_s *c)
+{
+	ab_preview_server_t *s = ctx;
+	const struct ab_http_head_s *h = &c->io.head;
+	struct answer_s a = { .fd = c->fd,
+		              .keep_alive =
+		                      h->version_minor == 1 ? !h->conn_close : h->conn_keep_alive };
+	route_t route = route_of (h);
 	bool has_body = h->body == AB_HTTP_BODY_CHUNKED
 	                || (h->body == AB_HTTP_BODY_LENGTH && h->content_length > 0);
 
-	c->body_kind = h->body;
-	c->content_length = h->content_length;
-	ab_http_chunked_init (&c->chunked);
-	if (c->route != ROUTE_SIGNAL && has_body) {
+	if (route != ROUTE_SIGNAL && has_body) {
 		/* Not worth reading: answer, then close, so the unread body can
 		 * never be taken for the next request. */
-		c->keep_alive = false;
-		answer_request (c);
-		return false;
+		a.keep_alive = false;
+		answer_simple (&a, route);
+	} else if (h->body == AB_HTTP_BODY_LENGTH && h->content_length > s->cfg.max_body) {
+		answer_too_large (&a);
+	} else if (route == ROUTE_SIGNAL) {
+		return answer_signal (s, c, &a, has_body);
+	} else {
+		answer_simple (&a, route);
 	}
-	if (h->body == AB_HTTP_BODY_LENGTH && h->content_length > c->srv->cfg.max_body) {
-		answer_too_large (c);
-		return false;
-	}
-	if (h->expect_continue && has_body)
-		evbuffer_add_printf (bufferevent_get_output (c->bev),
-		                     "HTTP/1.1 100 Continue\r\n\r\n");
-	c->state = ST_BODY;
-	return true;
-}
-
-/* 1 = a head was parsed, 0 = need more, -1 = answered with an error. */
-static int
-take_head (struct conn_s *c)
-{
-	struct evbuffer *in = bufferevent_get_input (c->bev);
-	const struct ab_http_limits_s lim = { .max_head = MAX_HEAD, .max_fields = MAX_FIELDS };
-	struct ab_http_head_s h = { .fields = c->srv->fields };
-	struct ab_http_error_s e;
-	size_t len = evbuffer_get_length (in);
-	size_t n = len < MAX_HEAD ? len : MAX_HEAD;
-	const char *p = (const char *)evbuffer_pullup (in, (ssize_t)n);
-	ssize_t end;
-
-	if (n == 0)
-		return 0;
-	end = ab_http_head_end (p, n, &c->scan, &lim, &e);
-	if (end == 0)
-		return 0;
-	if (end < 0 || ab_http_parse_request (p, (size_t)end, &lim, &h, &e) < 0) {
-		respond_fatal (c, e.status, e.reason);
-		return -1;
-	}
-	c->route = route_of (&h);
-	c->keep_alive = h.version_minor == 1 ? !h.conn_close : h.conn_keep_alive;
-	evbuffer_drain (in, (size_t)end);
-	if (!start_body (c, &h))
-		return -1;
-	return 1;
-}
-
-/* 1 = the whole body is in c->body, 0 = need more, -1 = answered. */
-static int
-take_body (struct conn_s *c)
-{
-	struct evbuffer *in = bufferevent_get_input (c->bev);
-	size_t len = evbuffer_get_length (in);
-	struct ab_http_error_s e;
-	ssize_t n;
-
-	if (c->body_kind == AB_HTTP_BODY_NONE)
-		return 1;
-	if (c->body_kind == AB_HTTP_BODY_LENGTH) {
-		size_t want = (size_t)c->content_length - ab_iobuf_len (&c->body);
-		size_t take = len < want ? len : want;
-		if (take > 0) {
-			ab_iobuf_reserve (&c->body, take, c->srv->cfg.max_body + 1);
-			evbuffer_remove (in, c->body.data + c->body.end, take);
-			c->body.end += take;
-		}
-		return ab_iobuf_len (&c->body) == c->content_length ? 1 : 0;
-	}
-	n = ab_preview_dechunk (&c->chunked, (const char *)evbuffer_pullup (in, (ssize_t)len), len,
-	                        &c->body, c->srv->cfg.max_body, &e);
-	if (n == -2) {
-		answer_too_large (c);
-		return -1;
-	}
-	if (n < 0) {
-		respond_fatal (c, 400, e.reason);
-		return -1;
-	}
-	evbuffer_drain (in, (size_t)n);
-	return c->chunked.done ? 1 : 0;
-}
-
-/* Shut our side after a closing answer and discard the rest for a while
- * (RFC 9112 9.6: closing at once with unread input makes the kernel send a
- * reset that can destroy the answer before the client reads it). */
-static void
-start_linger (struct conn_s *c)
-{
-	c->state = ST_LINGER;
-	shutdown (bufferevent_getfd (c->bev), SHUT_WR);
-	bufferevent_disable (c->bev, EV_WRITE);
-	bufferevent_setwatermark (c->bev, EV_READ, 0, 0);
-	arm_timer (c, c->srv->cfg.linger_ms);
+	return a.keep_alive ? AB_HTTP_KEEP : AB_HTTP_CLOSE;
 }
 
 static void
-process (struct conn_s *c)
+on_head_error (void *ctx, struct ab_http_conn_s *c, const struct ab_http_error_s *e)
 {
-	struct evbuffer *in = bufferevent_get_input (c->bev);
-	struct evbuffer *out = bufferevent_get_output (c->bev);
+	struct answer_s a = { .fd = c->fd };
 
-	if (c->state == ST_LINGER) {
-		evbuffer_drain (in, evbuffer_get_length (in));
-		return;
-	}
-	/* One answer at a time: pipelined requests wait in the input buffer
-	 * (bounded by its watermark) until the previous answer is out. */
-	while (!c->closing && evbuffer_get_length (out) == 0) {
-		if (c->state == ST_HEAD && take_head (c) <= 0)
-			break;
-		if (c->state == ST_BODY) {
-			if (take_body (c) <= 0)
-				break;
-			answer_request (c);
-		}
-	}
-	if (c->closing && evbuffer_get_length (out) == 0)
-		start_linger (c);
+	respond_fatal (&a, e->status, e->reason);
 }
 
-/* ---- libevent callbacks ------------------------------------------------------ */
-
-static void
-on_read (struct bufferevent *bev, void *arg)
-{
-	process (arg);
-}
-
-static void
-on_write (struct bufferevent *bev, void *arg)
-{
-	/* The output drained: the next pipelined request may go. */
-	process (arg);
-}
-
-static void
-on_event (struct bufferevent *bev, short what, void *arg)
-{
-	conn_free (arg);
-}
-
-static void
-on_timeout (evutil_socket_t fd, short what, void *arg)
-{
-	conn_free (arg);
-}
-
-static void
-on_accept (struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
-{
-	ab_preview_server_t *s = arg;
-	struct conn_s *c;
-
-	if (s->n_conns >= s->cfg.max_conns) {
-		close (fd);
-		return;
-	}
-	c = xcalloc (1, sizeof *c);
-	c->srv = s;
-	c->bev = bufferevent_socket_new (s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->timer = evtimer_new (s->base, on_timeout, c);
-	if (c->bev == NULL || c->timer == NULL)
-		abort (); /* libevent allocation failure: out of memory */
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
-	s->n_conns++;
-	bufferevent_setcb (c->bev, on_read, on_write, on_event, c);
-	/* A request may be a head and a body; more than that waits in the
-	 * socket, not in our memory. */
-	bufferevent_setwatermark (c->bev, EV_READ, 0, MAX_HEAD + s->cfg.max_body + 4096);
-	bufferevent_enable (c->bev, EV_READ | EV_WRITE);
-	arm_timer (c, s->cfg.request_timeout_ms);
-}
-
-static void
-on_signal (evutil_socket_t sig, short what, void *arg)
-{
-	ab_preview_server_t *s = arg;
-	event_base_loopexit (s->base, NULL);
-}
+/* Over max_conns a connection is closed on accept (no refuse hook). */
+static const struct ab_http_server_ops_s preview_ops = {
+	.head_error = on_head_error,
+	.request = on_request,
+};
 
 /* ---- the server object ---------------------------------------------------------- */
 
-static const int stop_signals[2] = { SIGINT, SIGTERM };
+/* SIGINT and SIGTERM blocked in this thread (and so in every connection
+ * thread it starts) and read from a signalfd: a per-thread mask, no
+ * process-wide handler.  Before the listener exists: whoever saw us
+ * listening may already send SIGTERM, and it must mean "stop cleanly". */
+static int
+block_stop_signals (ab_preview_server_t *s, ab_error_t *err)
+{
+	sigset_t set;
+
+	sigemptyset (&set);
+	sigaddset (&set, SIGINT);
+	sigaddset (&set, SIGTERM);
+	if (pthread_sigmask (SIG_BLOCK, &set, &s->old_mask) != 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "block signals");
+	s->sig_fd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sig_fd < 0) {
+		int e = errno;
+		pthread_sigmask (SIG_SETMASK, &s->old_mask, NULL);
+		return ab_error (err, e, AB_E_SYSTEM, "signalfd");
+	}
+	return 0;
+}
 
 ab_preview_server_t *
 ab_preview_server_new (const struct ab_preview_serve_config_s *cfg, ab_error_t *err)
 {
 	ab_preview_server_t *s = xcalloc (1, sizeof *s);
+	const struct ab_http_server_config_s hc = {
+		.max_conns = cfg->max_conns,
+		.max_head = MAX_HEAD,
+		.idle_timeout_ms = cfg->request_timeout_ms,
+		.send_timeout_ms = cfg->request_timeout_ms,
+		.request_timeout_ms = cfg->request_timeout_ms,
+		.linger_ms = cfg->linger_ms,
+		.thread_stack = THREAD_STACK,
+	};
 
 	s->cfg = *cfg;
-	s->base = event_base_new ();
-	if (s->base == NULL) {
+	if (block_stop_signals (s, err) < 0) {
 		free (s);
-		ab_error (err, 0, AB_E_SYSTEM, "cannot create the event loop");
 		return NULL;
 	}
+	pthread_mutex_init (&s->store_lock, NULL);
 	s->store = ab_signal_store_new (&cfg->signal);
-	/* Handlers before the listener exists: whoever saw us listening may
-	 * already send SIGTERM, and it must mean "stop cleanly". */
-	for (int i = 0; i < 2; i++) {
-		s->sig_ev[i] = evsignal_new (s->base, stop_signals[i], on_signal, s);
-		if (s->sig_ev[i] == NULL || event_add (s->sig_ev[i], NULL) < 0) {
-			ab_preview_server_free (s);
-			ab_error (err, 0, AB_E_SYSTEM, "register signal handler");
-			return NULL;
-		}
-	}
+	s->http = ab_http_server_new (&hc, &preview_ops, s);
 	return s;
 }
 
@@ -420,51 +271,39 @@ int
 ab_preview_server_listen (ab_preview_server_t *s, const char *host, const char *port, char *bound,
                           size_t bound_len, ab_error_t *err)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-		                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-	struct addrinfo *ai = NULL;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	int e;
+	int fd = ab_tcp_listen (host, port, bound, bound_len, err);
 
-	e = getaddrinfo (host && *host ? host : NULL, port, &hints, &ai);
-	if (e != 0)
-		return ab_error (err, 0, AB_E_INVALID, "listen address %s:%s: %s", host, port,
-		                 gai_strerror (e));
-	s->listener = evconnlistener_new_bind (s->base, on_accept, s,
-	                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC
-	                                               | LEV_OPT_REUSEABLE,
-	                                       SOMAXCONN, ai->ai_addr, (int)ai->ai_addrlen);
-	freeaddrinfo (ai);
-	if (s->listener == NULL)
-		return ab_error (err, errno, AB_E_SYSTEM, "listen on %s:%s", host, port);
-	if (getsockname (evconnlistener_get_fd (s->listener), (struct sockaddr *)&ss, &sl) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "getsockname");
-	ab_sockaddr_format ((struct sockaddr *)&ss, bound, bound_len);
-	return 0;
+	if (fd < 0)
+		return -1;
+	return ab_http_server_add_listener (s->http, fd, 0, err);
 }
 
 int
 ab_preview_server_run (ab_preview_server_t *s, ab_error_t *err)
 {
-	if (event_base_dispatch (s->base) < 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "event loop failed");
-	return 0;
+	int rc = ab_http_server_run (s->http, s->sig_fd, err);
+
+	ab_http_server_stop_conns (s->http);
+	return rc;
 }
 
 void
 ab_preview_server_free (ab_preview_server_t *s)
 {
+	struct signalfd_siginfo si;
+
 	if (s == NULL)
 		return;
-	while (s->conns)
-		conn_free (s->conns);
-	for (int i = 0; i < 2; i++)
-		if (s->sig_ev[i])
-			event_free (s->sig_ev[i]);
-	if (s->listener)
-		evconnlistener_free (s->listener);
+	/* The handlers use s: every connection ends first. */
+	ab_http_server_stop_conns (s->http);
+	ab_http_server_free (s->http);
 	ab_signal_store_free (s->store);
-	event_base_free (s->base);
+	pthread_mutex_destroy (&s->store_lock);
+	/* Consume the stop signal (and any repeat) before unblocking, or it
+	 * would be delivered with its default action. */
+	while (read (s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	close (s->sig_fd);
+	pthread_sigmask (SIG_SETMASK, &s->old_mask, NULL);
 	free (s);
 }

@@ -1,4 +1,5 @@
-/* `preview-bridge serve`: a small HTTP/1.1 server on one libevent loop.
+/* `preview-bridge serve`: a small HTTP/1.1 service on the HTTP server
+ * (net/http-server.h: a thread per connection, blocking sockets).
  *
  *   GET  /healthz  -> 200 "ok" (text/plain)
  *   POST /signal   -> the signalling store (preview-signal-store.h):
@@ -11,7 +12,8 @@
  * connection closed.  Keep-alive and pipelining work; a connection must
  * deliver each whole request within request_timeout_ms of connecting or of
  * its previous response, so an idle or slow client is dropped, and at most
- * max_conns connections are served at once (more are closed on accept).
+ * max_conns connections (and so threads) are served at once (more are
+ * closed on accept).
  * After an answer that closes the connection (413 among them) the server
  * shuts its side and discards what the client still sends for a moment,
  * so the client reads the answer instead of a reset. */
@@ -37,9 +39,11 @@ void ab_preview_serve_config_default (struct ab_preview_serve_config_s *c);
 
 typedef struct ab_preview_server_s ab_preview_server_t;
 
-/* The caller's main ignores SIGPIPE first: a client that goes away must
- * fail a write with EPIPE, not kill the server (libevent writes with
- * writev, so MSG_NOSIGNAL cannot do it per call). */
+/* Blocks SIGINT and SIGTERM in the calling thread until
+ * ab_preview_server_free (they are read from a signalfd; no handler is
+ * installed), so threads the caller started earlier must block them too.
+ * Writes use MSG_NOSIGNAL: a client that goes away is EPIPE, never
+ * SIGPIPE. */
 ab_preview_server_t *ab_preview_server_new (const struct ab_preview_serve_config_s *cfg,
                                             ab_error_t *err);
 /* host empty = any address; port "0" = any port; the bound address is

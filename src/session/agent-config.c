@@ -11,7 +11,12 @@ ab_session_configure_agent (ab_agent_conn_t *c, const struct ab_spec_s *spec, ab
 	cleanup_strv char **roots = NULL;
 	size_t n_rw;
 	cleanup_strv char **rw = ab_spec_rw_paths (spec, &n_rw);
-	struct ab_agent_config_s cfg = { .nofile = spec->limits.nofile };
+	/* The file service acts as the sandbox's user, as its commands do. */
+	struct ab_agent_config_s cfg = {
+		.nofile = spec->limits.nofile,
+		.file_uid = spec->uid,
+		.file_gid = spec->gid,
+	};
 
 	if (spec->workspace)
 		ab_strv_push (&roots, AB_WORKSPACE_DIR);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# The agent's file service in a real service-mode sandbox: confined to the
-# file roots (here /workspace, the host directory $WS), streamed, atomic.
+# The agent's file service in a real service-mode sandbox: reads see what
+# the sandbox sees (resolved inside its root), writes go only to the file
+# roots (here /workspace, the host directory $WS); streamed, atomic.
 
 load agent-common
 
@@ -100,44 +101,151 @@ teardown() {
 	rm -f "$WS/big" "$WS/r"
 }
 
-@test "paths outside the roots are refused: absolute, .., symlinks out, magic links" {
-	echo secret >"$D/outside"
-	run -1 ctl cat /etc/passwd
-	[[ "$output" == *"denied"*"outside"* ]]
+@test "reads see what the sandbox sees: /etc, symlinks resolved inside the sandbox's root" {
+	# What the sandbox's own processes read (the native sandbox binds the
+	# host's /etc read-only, so /etc/os-release is the sandbox's file).
+	run -0 ctl exec -- cat /etc/os-release
+	want_os="$output"
+	[ -n "$want_os" ]
+	run -0 ctl cat /etc/os-release
+	[ "$output" = "$want_os" ]
+	run -0 ctl exec -- cat /etc/passwd
+	want_pw="$output"
+	[[ "$want_pw" == *"root:"* ]]
+	run -0 ctl cat //etc/./passwd
+	[ "$output" = "$want_pw" ]
+	run -0 ctl stat /etc/passwd
+	[[ "$output" == "/etc/passwd file "* ]]
+	run -0 ctl ls /etc
+	[[ "$output" == *"passwd file "* ]]
+	run -0 ctl ls /
+	[[ "$output" == *"workspace dir "* ]]
+	# `..` is still refused in a client path.
 	run -1 ctl cat /workspace/../etc/passwd
 	[[ "$output" == *"denied"*".."* ]]
 	run -1 ctl cat ../etc/passwd
 	[[ "$output" == *"denied"* ]]
+	# Symlinks resolve beneath the sandbox's root, as for a process:
+	# absolute ones and ones that climb above / give the sandbox's file.
 	ln -s /etc/passwd "$WS/abs"
 	ln -s ../../../../../../etc/passwd "$WS/rel"
-	ln -s /proc/self/root/etc/passwd "$WS/magic"
 	mkdir "$WS/sub"
 	ln -s .. "$WS/sub/up"
-	for p in /workspace/abs rel /workspace/magic /workspace/sub/up/../etc/passwd /workspace/sub/up/rel; do
-		run -1 ctl cat "$p"
-		[[ "$output" == *"denied"* ]]
-		[[ "$output" != *"root:"* ]]
+	for p in /workspace/abs rel /workspace/sub/up/rel; do
+		run -0 ctl cat "$p"
+		[ "$output" = "$want_pw" ]
 	done
-	# Writes through a directory symlink that leads out are refused too.
-	ln -s ../../../../etc "$WS/etcdir"
-	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /workspace/etcdir/x"
-	[[ "$output" == *"denied"* ]]
-	run -1 ctl mkdir /workspace/etcdir/y
-	run -1 ctl mv /workspace/rel /workspace/etcdir/z
-	run -1 ctl exec -- sh -c 'test -e /etc/x || test -e /etc/y || test -e /etc/z'
-	run -1 ctl ls /workspace/sub/up/..
-	[[ "$output" == *"denied"* ]]
-	run -1 ctl rm -r /workspace
-	[[ "$output" == *"denied"*"file root"* ]]
+	run -1 ctl cat /workspace/sub/up/../etc/passwd
+	[[ "$output" == *"denied"*".."* ]]
+	# A host path the sandbox does not see stays unseen (the host's
+	# /tmp is not the sandbox's), directly or through a symlink.
+	echo secret >"$D/outside"
+	ln -s "$D/outside" "$WS/hostonly"
+	for p in "$D/outside" /workspace/hostonly; do
+		run -1 ctl cat "$p"
+		[[ "$output" == *"not_found"* ]]
+		[[ "$output" != *secret* ]]
+	done
+	run -1 ctl exec -- cat "$D/outside"
 	# A symlink that stays inside is followed.
 	echo inside >"$WS/real"
 	ln -s real "$WS/ok"
 	run -0 ctl cat /workspace/ok
 	[ "$output" = inside ]
+}
+
+@test "reads fail as they fail for the sandbox's processes: permissions, /proc, devices" {
+	# /etc/shadow: unreadable by the sandbox's user, so by the file service
+	# too (EACCES is "denied"), directly and through a symlink.
+	[ -e /etc/shadow ]
+	run -1 ctl exec -- cat /etc/shadow
+	[[ "$output" == *"Permission denied"* ]]
+	ln -s /etc/shadow "$WS/shadow"
+	for p in /etc/shadow /workspace/shadow; do
+		run -1 ctl cat "$p"
+		[[ "$output" == *"denied"* ]]
+		[[ "$output" != *"root:"* ]]
+	done
+	# The agent holds capabilities its commands do not: a file nobody may
+	# read (mode 0000) is refused to both.
+	echo locked >"$WS/locked"
+	chmod 0000 "$WS/locked"
+	run -1 ctl exec -- cat /workspace/locked
+	run -1 ctl cat /workspace/locked
+	[[ "$output" == *"denied"* ]]
+	[[ "$output" != *locked*locked* ]]
+	chmod 0600 "$WS/locked"
+	# /proc is the agent's own view (its "self" is PID 1, the agent):
+	# refused whole, plain files, links and magic links alike.
+	ln -s /proc/self/root/etc/passwd "$WS/magic"
+	ln -s /proc/1/root "$WS/p1root"
+	ln -s /proc/self/environ "$WS/environ"
+	for p in /proc/self/status /proc/1/environ /proc/self/environ /proc/self/mem \
+		/proc/self/fd/3 /proc/1/root/etc/passwd /proc/thread-self/maps /proc/cpuinfo \
+		/workspace/magic /workspace/p1root/etc/passwd /workspace/environ; do
+		run -1 ctl cat "$p"
+		[[ "$output" == *"denied"* ]]
+		[[ "$output" != *"root:"* ]]
+	done
+	for p in /proc /proc/self /proc/1/fd /workspace/p1root; do
+		run -1 ctl ls "$p"
+		[[ "$output" == *"denied"* ]]
+	done
+	run -1 ctl stat /proc/self/exe
+	[[ "$output" == *"denied"* ]]
+	# Devices and FIFOs of the sandbox's view are never opened for reading.
+	for p in /dev/null /dev/ptmx /dev/tty; do
+		run -1 ctl cat "$p"
+		[[ "$output" == *"invalid"*"not a regular file"* || "$output" == *"not_found"* ]]
+	done
+	# Hostile names: empty, too long, a trailing "..".
+	run -1 ctl cat ""
+	[[ "$output" == *"invalid"* ]]
+	run -1 ctl cat "/$(head -c 5000 /dev/zero | tr '\0' a)"
+	[[ "$output" == *"invalid"* || "$output" == *"limit"* ]]
+	run -1 ctl cat "/$(head -c 4000 /dev/zero | tr '\0' a)"
+	[[ "$output" == *"invalid"* ]]
+	run -1 ctl cat "/etc/.."
+	[[ "$output" == *"denied"* ]]
+	run -0 ctl ping
+}
+
+@test "writes go only where the sandbox can write: refused in /etc, /usr and through links out" {
+	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /etc/x"
+	[[ "$output" == *"denied"*"outside"* ]]
+	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /usr/bin/x"
+	[[ "$output" == *"denied"* ]]
+	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /etc/passwd"
+	[[ "$output" == *"denied"* ]]
+	run -1 ctl mkdir /usr/y
+	[[ "$output" == *"denied"* ]]
+	run -1 ctl rm /etc/passwd
+	[[ "$output" == *"denied"* ]]
+	run -1 ctl mv /etc/passwd /workspace/passwd
+	[[ "$output" == *"denied"* ]]
+	[ ! -e "$WS/passwd" ]
+	# Writes through a directory symlink that leads out are refused too.
+	ln -s ../../../../etc "$WS/etcdir"
+	ln -s /etc "$WS/etcabs"
+	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /workspace/etcdir/x"
+	[[ "$output" == *"denied"* ]]
+	run -1 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /workspace/etcabs/x"
+	[[ "$output" == *"denied"* ]]
+	run -1 ctl mkdir /workspace/etcdir/y
+	ln -s ../../../../etc/passwd "$WS/rel"
+	run -1 ctl mv /workspace/rel /workspace/etcdir/z
+	run -1 ctl rm /workspace/etcabs/passwd
+	run -1 ctl exec -- sh -c 'test -e /etc/x || test -e /etc/y || test -e /etc/z || test -e /usr/y'
+	run -1 ctl ls /workspace/etcdir/..
+	[[ "$output" == *"denied"* ]]
+	run -1 ctl rm -r /workspace
+	[[ "$output" == *"denied"*"file root"* ]]
 	# The file itself is a symlink: rm removes the link, not the target;
 	# a write replaces the link, not the target.
+	ln -s /etc/passwd "$WS/abs"
+	ln -s /proc/self/root/etc/passwd "$WS/magic"
 	run -0 ctl rm /workspace/abs
-	[ -f /etc/passwd ]
+	[ -f /etc/passwd ] && [ ! -L "$WS/abs" ]
 	run -0 bash -c "echo x | timeout 10 '$CTL' -s '$SOCK' put /workspace/magic"
 	[ -f "$WS/magic" ] && [ ! -L "$WS/magic" ]
 	run -0 ctl exec -- sh -c 'grep -c "^root:" /etc/passwd'
@@ -156,21 +264,24 @@ teardown() {
 		ln -sfn real "$WS/flip.new" && mv -T "$WS/flip.new" "$WS/flip"
 	done) &
 	flipper=$!
+	# Reads resolve inside the sandbox's root: through the link they give
+	# either file, never the host's (the same here: the sandbox binds the
+	# host's /etc; the other backends' conformance runs read the image's).
+	sandbox_pw="$(ctl exec -- cat /etc/passwd)"
 	ok=0 denied=0
 	for i in $(seq 150); do
 		if out="$(ctl cat /workspace/flip/passwd 2>&1)"; then
-			[ "$out" = inside ]
+			[ "$out" = inside ] || [ "$out" = "$sandbox_pw" ]
 			ok=$((ok + 1))
 		else
 			[[ "$out" == *"denied"* || "$out" == *"not_found"* ]]
-			[[ "$out" != *"root:"* ]]
 			denied=$((denied + 1))
 		fi
 		echo x | ctl put /workspace/flip/written >/dev/null 2>&1 || true
 	done
 	kill "$flipper"
 	wait "$flipper" || true
-	echo "reads through the flipping link: $ok inside, $denied refused" >&3
+	echo "reads through the flipping link: $ok read, $denied refused" >&3
 	[ $((ok + denied)) -eq 150 ]
 	# Nothing was ever written outside the root.
 	run -1 ctl exec -- test -e /etc/written
@@ -204,14 +315,20 @@ teardown() {
 	run -0 ctl ping
 }
 
-@test "a second file root (a read-write mount) is reachable; others are not" {
+@test "a second file root (a read-write mount) is writable; the rest is read-only" {
 	# Reconfiguring is refused, so use a fresh sandbox with two roots.
 	timeout 20 "$CTL" launch "$D/b.sock" "$WS" >"$D/b.mon"
 	timeout 10 "$CTL" -s "$D/b.sock" configure -r /workspace -r /tmp
 	run -0 bash -c "echo t | timeout 10 '$CTL' -s '$D/b.sock' put /tmp/x"
 	run -0 timeout 10 "$CTL" -s "$D/b.sock" cat /tmp/x
 	[ "$output" = t ]
-	run -1 timeout 10 "$CTL" -s "$D/b.sock" cat /etc/hostname
+	run -0 timeout 10 "$CTL" -s "$D/b.sock" exec -- cat /etc/hostname
+	want="$output"
+	run -0 timeout 10 "$CTL" -s "$D/b.sock" cat /etc/hostname
+	[ "$output" = "$want" ]
+	run -1 bash -c "echo t | timeout 10 '$CTL' -s '$D/b.sock' put /etc/hostname"
 	[[ "$output" == *"denied"* ]]
+	run -1 bash -c "echo t | timeout 10 '$CTL' -s '$D/b.sock' put /var/x"
+	[[ "$output" == *"denied"*"outside"* ]]
 	timeout 10 "$CTL" -s "$D/b.sock" shutdown
 }

@@ -199,7 +199,7 @@ os.killpg(0, 9)'
 	[ "${lines[2]}" = 403 ]
 }
 
-@test "daemon: files in and out, path escapes refused, destroy leaves nothing" {
+@test "daemon: files in and out, reads see the sandbox, escapes and writes outside refused, destroy leaves nothing" {
 	daemon_setup
 	daemon_start
 	local id mon
@@ -219,8 +219,25 @@ os.killpg(0, 9)'
 	[ "$status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/out.txt")" = "IN ${MARK^^}" ]
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/../etc/passwd")" = 403 ]
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/passwd")" = 403 ]
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/etc-link/passwd")" = 403 ]
+	# Reads see the sandbox's view (what cat inside prints), also through
+	# a symlink, and a file only the sandbox has (its own /tmp).
+	ab exec "$id" -- sh -c "cat /etc/os-release; echo sandbox-$MARK >/tmp/only-$MARK" >"$BATS_TEST_TMPDIR/os.want"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/os-release")" = 200 ]
+	cmp "$D/body" "$BATS_TEST_TMPDIR/os.want"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/etc-link/os-release")" = 200 ]
+	cmp "$D/body" "$BATS_TEST_TMPDIR/os.want"
+	[ ! -e "/tmp/only-$MARK" ]
+	[ "$(api "/v1/sandboxes/$id/files?path=/tmp/only-$MARK")" = "sandbox-$MARK" ]
+	# What the sandbox cannot read (masked or unreadable: /etc/shadow),
+	# /proc (the agent's own), a host-only path, and writes outside the
+	# writable roots are refused.
+	echo "host-$MARK" >"$BATS_TEST_TMPDIR/hostonly"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=$BATS_TEST_TMPDIR/hostonly")" = 404 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/shadow")" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/proc/self/environ")" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/x" -T /dev/null)" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/etc-link/x" -T /dev/null)" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/usr/x" -T /dev/null)" = 403 ]
 	run ab rm -f "$id"
 	[ "$status" -eq 0 ]
 	monitor_gone "$mon"

@@ -175,22 +175,46 @@ line twoclosed" ]
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/nope")" = 404 ]
 }
 
-@test "path escapes are refused: absolute, .., symlink out, symlink swapped during calls" {
+@test "reads see the sandbox's files; .., /proc, writes outside and host-only paths refused" {
 	id="$(create)"
-	for p in /etc/passwd ../etc/passwd /workspace/../etc/passwd; do
+	# A read anywhere the sandbox sees gives what its processes read.
+	want="$(exec_wait "$id" '"sha256sum /etc/os-release /etc/passwd"' | jq -r .stdout)"
+	[ -n "$want" ]
+	got="$(cd "$D" && api "/v1/sandboxes/$id/files?path=/etc/os-release" -o os-release &&
+		api "/v1/sandboxes/$id/files?path=/etc/passwd" -o passwd &&
+		sha256sum os-release passwd | awk '{print $1}')"
+	[ "$got" = "$(echo "$want" | awk '{print $1}')" ]
+	[ "$(api "/v1/sandboxes/$id/files/stat?path=/etc/passwd" | jq -r .type)" = file ]
+	api "/v1/sandboxes/$id/files?path=/etc&list=1" | jq -e '.entries[] | select(.name == "os-release")' >/dev/null
+	for p in ../etc/passwd /workspace/../etc/passwd /proc/self/environ /proc/1/root/etc/passwd; do
 		[ "$(api_status "/v1/sandboxes/$id/files?path=$p")" = 403 ]
 	done
-	exec_wait "$id" '"ln -s /etc /workspace/out && ln -s ../../etc /workspace/rel"' >/dev/null
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/out/passwd")" = 403 ]
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/rel/passwd")" = 403 ]
+	# Symlinks resolve inside the sandbox's root (for reads); writes
+	# through them, or anywhere outside the writable roots, are refused.
+	exec_wait "$id" '"ln -s /etc /workspace/out && ln -s ../../etc /workspace/rel && ln -s /proc/1/root /workspace/p1"' >/dev/null
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/out/passwd")" = 200 ]
+	cmp "$D/body" "$D/passwd"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/rel/passwd")" = 200 ]
+	cmp "$D/body" "$D/passwd"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/p1/etc/passwd")" = 403 ]
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/out/x" -T /dev/null)" = 403 ]
-	# Swap a directory and a symlink to / as fast as the sandbox can while reading through it.
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/x" -T /dev/null)" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/usr/x" -T /dev/null)" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files/mkdir" -d '{"path": "/etc/x"}')" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files?path=/etc/passwd" -X DELETE)" = 403 ]
+	[ "$(api_status "/v1/sandboxes/$id/files/move" -d '{"from": "/etc/passwd", "to": "/workspace/p"}')" = 403 ]
+	[ "$(exec_wait "$id" '"ls /etc/x /usr/x /workspace/p 2>/dev/null | wc -l"' | jq -r .stdout)" = 0 ]
+	# A host path the sandbox does not see (this test's directory): not
+	# found, and never reached while a symlink to it is swapped in.
+	mkdir -p "$D/hostonly"
+	echo "host-secret-$MARK" >"$D/hostonly/passwd"
+	[ "$(api_status "/v1/sandboxes/$id/files?path=$D/hostonly/passwd")" = 404 ]
 	exec_wait "$id" '"mkdir -p /workspace/d && echo inside > /workspace/d/passwd"' >/dev/null
-	api "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; while [ $i -lt 20000 ]; do mv /workspace/d /workspace/d.real; ln -s /etc /workspace/d; rm /workspace/d; mv /workspace/d.real /workspace/d; i=$((i+1)); done", "detach": true}' >/dev/null
+	api "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; while [ $i -lt 20000 ]; do mv /workspace/d /workspace/d.real; ln -s '"$D/hostonly"' /workspace/d; rm /workspace/d; mv /workspace/d.real /workspace/d; i=$((i+1)); done", "detach": true}' >/dev/null
 	for ((i = 0; i < 300; i++)); do
 		out="$(api "/v1/sandboxes/$id/files?path=/workspace/d/passwd" 2>/dev/null || true)"
-		if echo "$out" | grep -q '^root:'; then
-			echo "read the host's /etc/passwd through a swapped symlink" >&2
+		if [[ "$out" == *host-secret* ]]; then
+			echo "read a host-only file through a swapped symlink" >&2
 			return 1
 		fi
 	done

@@ -73,6 +73,20 @@ teardown() {
 	[ "$output" = 403 ]
 }
 
+@test "SIGTERM and SIGINT stop the proxy cleanly: exit 0, no longer listening" {
+	local sig
+	for sig in TERM INT; do
+		start_proxy --deny-loopback
+		kill -"$sig" "$PROXY_PID"
+		local rc=0
+		timeout 10 tail --pid="$PROXY_PID" -f /dev/null || rc=$?
+		[ "$rc" -eq 0 ] || { echo "SIG$sig: proxy still running"; return 1; }
+		wait "$PROXY_PID" || rc=$?
+		[ "$rc" -eq 0 ] || { echo "SIG$sig: exit $rc"; cat "$T/proxy.err"; return 1; }
+		! inns curl -s --max-time 2 -o /dev/null "http://127.0.0.1:$PROXY_PORT/" || return 1
+	done
+}
+
 @test "--listen splits at the last colon: [::1]:0 listens on IPv6 loopback" {
 	"${INNS[@]}" "$AGENTBOX" egress-proxy serve --listen '[::1]:0' 2>"$T/v6.err" &
 	BG_PIDS+=("$!")

@@ -92,8 +92,11 @@ static const int flag_sets[] = {
 
 static const uint64_t resolve_sets[] = {
 	RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, /* the agent's file service */
-	RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH,
+	RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	RESOLVE_BENEATH,
 	RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, /* the agent's file roots */
+	RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,     /* the agent's reads of the sandbox */
+	RESOLVE_IN_ROOT,
 };
 
 static int
@@ -240,6 +243,12 @@ static const struct {
 	{ "l_loop", RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, ELOOP },
 	{ "l_f", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, ELOOP },
 	{ "l_d/f", RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, ELOOP },
+	/* In the root: `..` stops at it, absolute names start from it. */
+	{ "../f", RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, 0 },
+	{ "l_up/l_up/f", RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, 0 },
+	{ "/d/f", RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, 0 },
+	{ "d/l_out", RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ENOENT },
+	{ "l_abs", RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, ENOENT },
 };
 
 static void
@@ -267,19 +276,21 @@ static void
 test_magic_links (void **state)
 {
 	(void)state;
-	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	const uint64_t resolves[] = { RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		                      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT };
 	const char *const cases[] = { "self/fd/0", "self/exe", "self/cwd", "self/status",
 		                      "self/root" };
 	int proc = open ("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	assert_true (proc >= 0);
-	for (size_t i = 0; i < N (cases); i++) {
-		struct outcome_s k =
-		        outcome (kernel_openat2 (proc, cases[i], O_PATH | O_CLOEXEC, 0, resolve));
-		struct outcome_s w =
-		        outcome (ab_openat2_walk (proc, cases[i], O_PATH | O_CLOEXEC, 0, resolve));
-		compare (cases[i], O_PATH, resolve, k, w);
-	}
+	for (size_t r = 0; r < N (resolves); r++)
+		for (size_t i = 0; i < N (cases); i++) {
+			struct outcome_s k = outcome (kernel_openat2 (
+			        proc, cases[i], O_PATH | O_CLOEXEC, 0, resolves[r]));
+			struct outcome_s w = outcome (ab_openat2_walk (
+			        proc, cases[i], O_PATH | O_CLOEXEC, 0, resolves[r]));
+			compare (cases[i], O_PATH, resolves[r], k, w);
+		}
 	close (proc);
 }
 
@@ -288,7 +299,7 @@ test_unsupported_resolve (void **state)
 {
 	(void)state;
 	errno = 0;
-	assert_int_equal (ab_openat2_walk (root_fd, "f", O_RDONLY, 0, RESOLVE_IN_ROOT), -1);
+	assert_int_equal (ab_openat2_walk (root_fd, "f", O_RDONLY, 0, RESOLVE_NO_XDEV), -1);
 	assert_int_equal (errno, ENOSYS);
 }
 

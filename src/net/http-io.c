@@ -1,7 +1,9 @@
 /* HTTP/1.1 message I/O: see http-io.h. */
-#include "daemon/http-io.h"
+#include "net/http-io.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "base/xalloc.h"
 
 void
@@ -30,6 +33,30 @@ ab_http_io_free (struct ab_http_io_s *io)
 	ab_ws_assembler_free (&io->ws);
 }
 
+/* Wait until the socket is readable or the deadline has passed (-1,
+ * ETIMEDOUT): the deadline bounds a whole request, however slowly its
+ * bytes trickle in, where SO_RCVTIMEO bounds only each read. */
+static int
+wait_deadline (struct ab_http_io_s *io)
+{
+	for (;;) {
+		struct pollfd p = { .fd = io->fd, .events = POLLIN };
+		uint64_t now = ab_mono_ms ();
+		uint64_t left = io->deadline_ms > now ? io->deadline_ms - now : 0;
+		int r;
+
+		if (left == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		r = poll (&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
 static ssize_t
 fill (struct ab_http_io_s *io)
 {
@@ -42,6 +69,8 @@ fill (struct ab_http_io_s *io)
 		io->len -= io->off;
 		io->off = 0;
 	}
+	if (io->deadline_ms != 0 && wait_deadline (io) < 0)
+		return -1;
 	do
 		n = read (io->fd, io->buf + io->len, AB_HTTP_IO_BUF - io->len);
 	while (n < 0 && errno == EINTR);
@@ -59,6 +88,7 @@ set_body (struct ab_http_io_s *io)
 	                || (io->body == AB_HTTP_BODY_LENGTH && io->body_left == 0);
 	io->in_chunk_data = false;
 	io->body_read = 0;
+	io->body_error = NULL;
 	ab_http_chunked_init (&io->chunk);
 }
 
@@ -156,9 +186,11 @@ read_chunked (struct ab_http_io_s *io, char *out, size_t cap, ab_error_t *err)
 			return (ssize_t)n;
 		}
 		char c = io->buf[io->off];
-		if (ab_http_chunked_advance (&io->chunk, &c, 1, &e) < 0)
+		if (ab_http_chunked_advance (&io->chunk, &c, 1, &e) < 0) {
+			io->body_error = e.reason;
 			return ab_error (err, 0, AB_E_INVALID, "malformed chunked body: %s",
 			                 e.reason);
+		}
 		io->off++;
 		io->in_chunk_data = c == '\n' && io->chunk.remaining > 0;
 	}
