@@ -177,24 +177,39 @@ codex_run() {
 		"$CODEX" "$@" </dev/null) >"$T/codex.out" 2>&1
 }
 
+# free_port: a loopback TCP port that was free a moment ago.
+free_port() {
+	node -e 'const s = require("net").createServer().listen(0, "127.0.0.1",
+  () => { console.log(s.address().port); s.close(); })'
+}
+
 # exec_server_listen: a WebSocket exec-server for the sandbox (agentbox
-# exec-server --listen ws://127.0.0.1:0 --sandbox ID); its URL (with its
-# credential) in ES_URL.
+# exec-server --listen ws://127.0.0.1:PORT --sandbox ID); the URL it
+# prints (with its credential) in ES_URL.
 exec_server_listen() {
+	local port
+	port="$(free_port)"
 	if [ "$REFERENCE" = 1 ]; then
-		bg_start "$T/es.out" env CODEX_HOME="$T/es-home" "$CODEX" exec-server --listen ws://127.0.0.1:0
 		mkdir -p "$T/es-home"
+		bg_start "$T/es.out" env CODEX_HOME="$T/es-home" "$CODEX" exec-server --listen "ws://127.0.0.1:$port"
 	else
-		bg_start "$T/es.out" "$AGENTBOX" exec-server --listen ws://127.0.0.1:0 --sandbox "$SBX"
+		bg_start "$T/es.out" "$AGENTBOX" exec-server --listen "ws://127.0.0.1:$port" --sandbox "$SBX"
 	fi
 	ES_PID="$BG_PID"
-	# The URL as printed, wherever it sits on its line; its path may hold
-	# the credential.
-	first_line_matching "$T/es.out" 'wss?://127\.0\.0\.1:[0-9]+' >/dev/null || {
-		cat "$T/es.out.err" >&2
-		return 1
-	}
-	ES_URL="$(grep -Eom1 'wss?://127\.0\.0\.1:[0-9]+[^[:space:]]*' "$T/es.out")"
+	# The URL as printed (on stdout or stderr, wherever it sits on its
+	# line); its path may hold the credential.
+	local i
+	ES_URL=""
+	for ((i = 0; i < 100; i++)); do
+		ES_URL="$(cat "$T/es.out" "$T/es.out.err" 2>/dev/null \
+			| grep -Eom1 "wss?://127\.0\.0\.1:${port}[^[:space:]\"']*" || true)"
+		[ -n "$ES_URL" ] && return 0
+		kill -0 "$ES_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "the exec-server printed no ws://127.0.0.1:$port URL; it wrote:" >&2
+	cat "$T/es.out" "$T/es.out.err" >&2
+	return 1
 }
 
 # tap_ws UPSTREAM: a logging relay in front of UPSTREAM; its URL in

@@ -87,8 +87,7 @@ EOF2
 		printf 'codex-test-token-0123456789abcdef\n' >"$D/token"
 		chmod 600 "$D/token"
 		local port
-		port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1",
-  () => { console.log(s.address().port); s.close(); })')"
+		port="$(free_port)"
 		daemon_start --listen "127.0.0.1:$port" --token-file "$D/token"
 		SBX="$(ab create --workspace "$WS" --hostname "$SBX_HOSTNAME")"
 		url="ws://127.0.0.1:$port/v1/sandboxes/$SBX/exec-server"
