@@ -224,7 +224,8 @@ tap_ws() {
 #   0 exec_command: hostname, pwd, a file in the workspace, a file in /tmp
 #   1 apply_patch: add patched-new.txt, change edit.txt
 #   2 view_image img.png
-#   3 exec_command with tty (reads a line), 4 write_stdin into it
+#   3 exec_command with tty (reads a line, checks it is on a tty),
+#   4 write_stdin into it
 #   5 the final message
 # The workspace gets edit.txt and img.png first.
 exec_flow_script() {
@@ -233,13 +234,13 @@ exec_flow_script() {
 	HOST_FILES+=("/tmp/$MARK-exec")
 	jq -n --arg mark "$MARK" '{steps: [
 	  [{type: "function_call", name: "exec_command", arguments: {
-	     cmd: ("echo host=$(hostname); echo cwd=$(pwd); echo \($mark) > exec.txt; echo \($mark) > /tmp/\($mark)-exec"),
+	     cmd: ("echo host=$(cat /proc/sys/kernel/hostname); echo cwd=$(pwd); echo \($mark) > exec.txt; echo \($mark) > /tmp/\($mark)-exec"),
 	     yield_time_ms: 10000}}],
 	  [{type: "custom_tool_call", name: "apply_patch", input:
 	     "*** Begin Patch\n*** Add File: patched-new.txt\n+created by apply_patch\n*** Update File: edit.txt\n@@\n line one\n-line two\n+line TWO patched\n*** End Patch\n"}],
 	  [{type: "function_call", name: "view_image", arguments: {path: "img.png"}}],
 	  [{type: "function_call", name: "exec_command", arguments: {
-	     cmd: "read -r line; echo got:$line; tty", tty: true, yield_time_ms: 1000}}],
+	     cmd: "read -r line; echo got:$line; [ -t 0 ] && [ -t 1 ] && echo on-a-tty", tty: true, yield_time_ms: 1000}}],
 	  {capture: {SESSION_ID: "session ID (\\d+)"}, items: [{type: "function_call", name: "write_stdin",
 	     arguments: {session_id: "$SESSION_ID", chars: "hello-tty\n", yield_time_ms: 5000}}]},
 	  [{type: "message", text: "exec flow done"}]
@@ -299,7 +300,7 @@ assert_exec_flow_effects() {
 	out="$(tool_output call_s4_0)"
 	echo "write_stdin output: $out" >&2
 	[[ "$out" == *"got:hello-tty"* ]]
-	[[ "$out" == *"/dev/pts/"* ]]
+	[[ "$out" == *"on-a-tty"* ]]
 }
 
 # tap_methods: the methods Codex sent through the tap, one per line.

@@ -49,7 +49,7 @@ EOF2
 	fake_model_start "$(jq -n --arg mark "$MARK" '{steps: [
 	  [{type: "tool_search_call", execution: "client", arguments: {query: "sandbox exec shell command", limit: 8}}],
 	  [{type: "function_call", namespace: "mcp__agentbox", name: "sandbox_exec", arguments: {
-	     command: ("echo host=$(hostname); echo \($mark) > /tmp/\($mark)-mcp; echo sum=$((6 * 7))")}}],
+	     command: ("echo host=$(cat /proc/sys/kernel/hostname); echo \($mark) > /tmp/\($mark)-mcp; echo sum=$((6 * 7))")}}],
 	  [{type: "message", text: "mcp flow done"}]
 	]}')"
 	mcp_config
@@ -73,6 +73,8 @@ EOF2
 	[ "$(sbx_sh "cat /tmp/$MARK-mcp")" = "$MARK" ]
 	if [ "$REFERENCE" != 1 ]; then
 		[ ! -e "/tmp/$MARK-mcp" ]
+		# Codex ended the MCP server it spawned.
+		wait_gone pgrep -f -- "mcp --sandbox $SBX"
 	fi
 }
 
