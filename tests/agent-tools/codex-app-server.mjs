@@ -105,10 +105,16 @@ try {
 	const turn = await completed;
 	clearTimeout(timer);
 	process.stdout.write(JSON.stringify({ threadId, turn }) + "\n");
+	// End the app-server (and with it its exec-server connections) before
+	// exiting: SIGTERM, then SIGKILL after 5 s.
 	child.removeAllListeners("exit");
 	child.stdin.end();
 	child.kill("SIGTERM");
-	process.exit(0);
+	const hard = setTimeout(() => child.kill("SIGKILL"), 5000);
+	child.on("exit", () => {
+		clearTimeout(hard);
+		process.exit(0);
+	});
 } catch (e) {
 	fail(e.message);
 }
