@@ -43,7 +43,8 @@ TEST_PNG_B64='iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARw
 
 # codex_setup: the tools, a daemon and a sandbox (agentbox), the fake
 # model's directories.  Sets T, WS (the sandbox's workspace, on the host),
-# SBX (its id), SBX_HOSTNAME, CODEX_HOME, MARK.
+# SBX (its id), SBX_HOSTNAME, CODEX_HOME, MARK.  The daemon also listens on
+# loopback TCP (DAEMON_PORT) with a bearer token (in DAEMON_TOKEN_FILE).
 codex_setup() {
 	daemon_setup
 	T="$BATS_TEST_TMPDIR"
@@ -61,7 +62,11 @@ codex_setup() {
 		SBX_HOSTNAME="$(hostname)"
 		return 0
 	fi
-	daemon_start "$@"
+	DAEMON_TOKEN_FILE="$D/token"
+	printf 'codex-test-token-%s%s\n' "$RANDOM$RANDOM" "$RANDOM$RANDOM" >"$DAEMON_TOKEN_FILE"
+	chmod 600 "$DAEMON_TOKEN_FILE"
+	DAEMON_PORT="$(free_port)"
+	daemon_start --listen "127.0.0.1:$DAEMON_PORT" --token-file "$DAEMON_TOKEN_FILE"
 	# shellcheck disable=SC2086 # CODEX_CREATE_ARGS: extra create options, word-split on purpose
 	SBX="$(ab create --workspace "$WS" --hostname "$SBX_HOSTNAME" ${CODEX_CREATE_ARGS:-})"
 	[ -n "$SBX" ]
@@ -73,7 +78,7 @@ codex_teardown() {
 	local f
 	if [ -n "${CODEX_TEST_LOG_DIR:-}" ] && [ -n "${T:-}" ]; then
 		mkdir -p "$CODEX_TEST_LOG_DIR/$BATS_TEST_NUMBER"
-		for f in requests.jsonl tap.jsonl app.jsonl codex.out es.out.err script.json; do
+		for f in requests.jsonl tap.jsonl app.jsonl app-result.json codex.out es.out.err script.json; do
 			[ -f "$T/$f" ] && cp "$T/$f" "$CODEX_TEST_LOG_DIR/$BATS_TEST_NUMBER/"
 		done
 		[ -f "${D:-/nonexistent}/daemon.log" ] && cp "$D/daemon.log" "$CODEX_TEST_LOG_DIR/$BATS_TEST_NUMBER/"
@@ -85,11 +90,14 @@ codex_teardown() {
 }
 
 # require_agentbox_command NAME: agentbox must have this subcommand (issue
-# 12); a clear failure, never a skip, when it does not.
+# 12); a clear failure, never a skip, when it does not.  Whether --help
+# exits 0 or prints a usage error does not matter; "unknown command" does.
 require_agentbox_command() {
 	[ "$REFERENCE" = 1 ] && return 0
-	if ! timeout 10 "$AGENTBOX" "$1" --help >/dev/null 2>&1; then
-		echo "FAIL: '$AGENTBOX $1' does not exist or does not answer --help: agentbox has no $1 (issue 12)" >&2
+	local out rc=0
+	out="$(timeout 10 "$AGENTBOX" "$1" --help 2>&1)" || rc=$?
+	if [ "$rc" -ge 124 ] || [[ "$out" == *"unknown command"* ]]; then
+		echo "FAIL: agentbox has no '$1' command (issue 12): '$AGENTBOX $1 --help' said: $out" >&2
 		return 1
 	fi
 }
@@ -268,7 +276,7 @@ sbx_sh() {
 # the requests Codex sent for it.
 assert_exec_flow_effects() {
 	local out
-	grep -q 'exec flow done' "$T/codex.out" || {
+	grep -qs 'exec flow done' "$T/codex.out" "$T/app-result.json" || {
 		cat "$T/codex.out" >&2
 		return 1
 	}

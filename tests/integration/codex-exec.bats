@@ -82,17 +82,10 @@ EOF2
 		url="$ES_URL"
 		cwd="$WS"
 	else
-		# The daemon again, now with its TCP listener and token.
-		daemon_teardown
-		printf 'codex-test-token-0123456789abcdef\n' >"$D/token"
-		chmod 600 "$D/token"
-		local port
-		port="$(free_port)"
-		daemon_start --listen "127.0.0.1:$port" --token-file "$D/token"
-		SBX="$(ab create --workspace "$WS" --hostname "$SBX_HOSTNAME")"
-		url="ws://127.0.0.1:$port/v1/sandboxes/$SBX/exec-server"
+		# The daemon's own endpoint, on its TCP listener, behind its token.
+		url="ws://127.0.0.1:$DAEMON_PORT/v1/sandboxes/$SBX/exec-server"
 		cwd=/workspace
-		token_args=(--token-file "$D/token")
+		token_args=(--token-file "$DAEMON_TOKEN_FILE")
 	fi
 	tap_ws "$url"
 	fake_model_start "$(exec_flow_script)"
@@ -102,13 +95,13 @@ EOF2
 		NO_PROXY=127.0.0.1,localhost \
 		node "$AGENT_TOOLS/codex-app-server.mjs" --codex "$CODEX" --url "$TAP_URL" "${token_args[@]}" \
 		--env-id agentbox-sbx --cwd "$cwd" --prompt "run the scripted steps" --log "$T/app.jsonl" \
-		--timeout-ms $((CODEX_RUN_TIMEOUT * 1000 - 5000)) </dev/null) >"$T/codex.out" 2>&1 || {
+		--timeout-ms $((CODEX_RUN_TIMEOUT * 1000 - 5000)) </dev/null) >"$T/app-result.json" 2>"$T/codex.out" || {
 		cat "$T/codex.out" >&2
 		return 1
 	}
-	jq -e '.turn.turn.status == "completed"' "$T/codex.out" >/dev/null
+	jq -e '.turn.turn.status == "completed"' "$T/app-result.json" >/dev/null
 	# The final message is in the turn's items, not on a terminal.
-	grep -q 'exec flow done' "$T/codex.out"
+	grep -q 'exec flow done' "$T/app-result.json"
 	assert_exec_flow_effects
 	assert_tap_saw_exec_flow
 	# The bearer token went to the exec-server endpoint, and only the right
@@ -116,7 +109,7 @@ EOF2
 	if [ "$REFERENCE" != 1 ]; then
 		run curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
 			-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
-			-H 'Authorization: Bearer wrong-token-wrong-token-wrong' "http://127.0.0.1:$port/v1/sandboxes/$SBX/exec-server"
+			-H 'Authorization: Bearer wrong-token-wrong-token-wrong' "http://127.0.0.1:$DAEMON_PORT/v1/sandboxes/$SBX/exec-server"
 		[ "$output" = 401 ]
 	fi
 }
