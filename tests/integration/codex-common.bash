@@ -21,7 +21,7 @@ load daemon-common.bash
 
 : "${AGENTBOX_NPM_DIR:=$ROOT_DIR/build/npm}"
 export AGENTBOX_NPM_DIR
-# The npm package's bin/codex is a node wrapper that, on Node 20, spawns
+# The npm package's bin/codex is a node wrapper that, on Node < 23, spawns
 # the native binary and does not pass SIGKILL on: a killed wrapper would
 # leave Codex running.  So the tests run the native binary it would run.
 CODEX_WRAPPER="$AGENTBOX_NPM_DIR/codex/node_modules/.bin/codex"
@@ -37,6 +37,13 @@ AGENT_TOOLS="$ROOT_DIR/tests/agent-tools"
 # Bound on each Codex run (the scripted turns take a few seconds).
 : "${CODEX_RUN_TIMEOUT:=120}"
 REFERENCE="${CODEX_TEST_REFERENCE:-0}"
+# The environment of every Codex process: no API key, and every proxy
+# variable at a closed local port (port 9), so a request to anywhere but
+# 127.0.0.1 fails at once.
+OFFLINE_ENV=(OPENAI_API_KEY= CODEX_API_KEY=
+	HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9
+	http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 all_proxy=http://127.0.0.1:9
+	"NO_PROXY=127.0.0.1,localhost" "no_proxy=127.0.0.1,localhost")
 
 # A 4x4 PNG, for view_image.
 TEST_PNG_B64='iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/x0F8jngAAAABJRU5ErkJggg=='
@@ -177,12 +184,8 @@ codex_run() {
 		shift
 	done
 	shift
-	(cd "$WS" && timeout -k 5 "$CODEX_RUN_TIMEOUT" env "${envs[@]}" \
-		TMPDIR="$T/codex-tmp" OPENAI_API_KEY= \
-		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
-		http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 all_proxy=http://127.0.0.1:9 \
-		NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost \
-		"$CODEX" "$@" </dev/null) >"$T/codex.out" 2>&1
+	(cd "$WS" && timeout -k 5 "$CODEX_RUN_TIMEOUT" env "${envs[@]}" TMPDIR="$T/codex-tmp" \
+		"${OFFLINE_ENV[@]}" "$CODEX" "$@" </dev/null) >"$T/codex.out" 2>&1
 }
 
 # free_port: a loopback TCP port that was free a moment ago.

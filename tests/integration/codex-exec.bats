@@ -90,9 +90,7 @@ EOF2
 	tap_ws "$url"
 	fake_model_start "$(exec_flow_script)"
 	mkdir -p "$T/app-cwd"
-	(cd "$T/app-cwd" && timeout -k 5 "$CODEX_RUN_TIMEOUT" env TMPDIR="$T/codex-tmp" \
-		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
-		NO_PROXY=127.0.0.1,localhost \
+	(cd "$T/app-cwd" && timeout -k 5 "$CODEX_RUN_TIMEOUT" env TMPDIR="$T/codex-tmp" "${OFFLINE_ENV[@]}" \
 		node "$AGENT_TOOLS/codex-app-server.mjs" --codex "$CODEX" --url "$TAP_URL" "${token_args[@]}" \
 		--env-id agentbox-sbx --cwd "$cwd" --prompt "run the scripted steps" --log "$T/app.jsonl" \
 		--timeout-ms $((CODEX_RUN_TIMEOUT * 1000 - 5000)) </dev/null) >"$T/app-result.json" 2>"$T/codex.out" || {
