@@ -7,6 +7,7 @@
 #   make demo       install what is missing, build, run the demonstration
 #   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
 #                   every backend against its raw tool (bench/backends)
+#                   the agent doors against the real codex exec-server (bench/agent-tools)
 #   make install    copy the binaries to $(PREFIX)/bin
 
 CC      ?= gcc
@@ -213,6 +214,7 @@ bench:
 	bench/egress $(BUILD)/agentbox
 	bench/credential $(BUILD)/agentbox
 	bench/backends $(BUILD)/agentbox
+	scripts/install-deps npm && bench/agent-tools/run $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
