@@ -7,7 +7,7 @@
 #   make demo       install what is missing, build, run the demonstration
 #   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
 #                   every backend against its raw tool (bench/backends)
-#                   the agent doors against the real codex exec-server (bench/agent-tools)
+#                   the agent doors against the real codex exec-server (bench/agent-tools/run)
 #   make install    copy the binaries to $(PREFIX)/bin
 
 CC      ?= gcc
