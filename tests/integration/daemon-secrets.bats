@@ -4,7 +4,9 @@
 # in no GET, listing, `ls --json`, `inspect` or state.json (the port token
 # only in create's answer); the /ports/ proxy's cookie after ?token= opens
 # that sandbox and no other, and neither the cookie nor the token reaches
-# the sandbox's server; an idle port stream is closed.  The server inside
+# the sandbox's server; an idle port stream is closed; the daemon's memory
+# keeps no freed copy of a request's secret in jansson's buffers (counted
+# in /proc/PID/mem).  The server inside
 # is tests/helpers/port-peers.js (node's http module); the client is curl
 # with a cookie jar, over the daemon's socket.
 
@@ -217,4 +219,43 @@ absent() {
 	curl -s -o /dev/null --max-time 3 --unix-socket "$SOCK" \
 		"http://agentbox/v1/sandboxes/$ID/ports/8001/?token=$TOKEN" || rc=$?
 	[ "$rc" -eq 28 ] # curl's own timeout: the daemon kept the stream
+}
+
+# copies PID WORD: how many times WORD is in the readable memory of PID.
+copies() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+pid, needle, n = int(sys.argv[1]), sys.argv[2].encode(), 0
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+    for line in maps:
+        span, perms = line.split()[:2]
+        a, b = (int(x, 16) for x in span.split("-"))
+        if "r" not in perms:
+            continue
+        try:
+            mem.seek(a)
+            n += mem.read(b - a).count(needle)
+        except (OSError, ValueError, OverflowError):
+            pass
+print(n)
+PY
+}
+
+@test "the daemon's memory: the secret of a create request is left in the parsed configuration, not in jansson's freed buffers" {
+	[ "$(id -u)" = 0 ] || skip "reading the daemon's memory needs root"
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	daemon_start
+	local body n
+	body="$(jq -cn --arg s "$SECRET" \
+		'{workspace: null, credentials: [{name: "openai", baseUrl: "https://127.0.0.1:9/v1", inject: [{header: "authorization", value: ("Bearer " + $s)}]}]}')"
+	new_box "$body"
+	n="$(copies "$DAEMON_PID" "$SECRET")"
+	echo "copies of the secret in the daemon: $n"
+	# One is the configuration the credential relay injects from; without
+	# the wipe of what jansson frees (base/json-wipe.c) there are three
+	# (the request's parse and its copy).  The second is the connection's
+	# read buffer (daemon/http-io.c frees it unwiped).
+	[ "$n" -ge 1 ]
+	[ "$n" -le 2 ]
+	ab rm -f "$ID"
 }
