@@ -59,6 +59,11 @@ char *ab_docker_monitor_label (void);
 /* Does a label value name a monitor of this boot and pid namespace that is
  * gone?  False for anything malformed or foreign. */
 bool ab_docker_monitor_gone (const char *value, const char *boot, uint64_t pidns);
+/* Whether pid is a zombie (or dead): ended, not yet reaped. */
+bool ab_docker_is_zombie (pid_t pid);
+/* Whether pid is on its way out (PF_EXITING: killed, releasing its
+ * memory and files), not yet a zombie. */
+bool ab_docker_is_exiting (pid_t pid);
 /* Remove such containers, from a detached process (never waited for). */
 void ab_docker_sweep_async (const char *client);
 
@@ -95,6 +100,12 @@ int ab_docker_rootfs_tag (const char *rootfs, char *tag, size_t cap, ab_error_t 
 /* OOM kills, peak memory and CPU time of the cgroups holding pid (the
  * container's agent), from the host; what cannot be read stays 0. */
 void ab_docker_cgroup_stats (pid_t pid, struct ab_sandbox_exit_s *ex);
+/* Once the container's agent is gone: did dockerd record the container's
+ * end as an OOM kill (.State.OOMKilled)?  Waits up to wait_ms for dockerd
+ * to see the end. */
+bool ab_docker_container_oom (const char *client, const char *name, int wait_ms);
+/* The note ab_docker_ended_oom (docker.h) takes: <service_socket>.oom. */
+void ab_docker_oom_note (const char *service_socket);
 
 /* Probe explanations, never decisions (the issue: template output is not a
  * probe).  Does one answer of `docker info --format` for one runtime

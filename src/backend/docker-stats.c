@@ -3,17 +3,27 @@
  * names them from the host's cgroup namespace: on v1
  * /sys/fs/cgroup/<controllers>/<path>, on v2 /sys/fs/cgroup/<path> (or
  * .../unified/<path> on a hybrid host).  Read before `docker rm` removes
- * the groups.  Whatever cannot be read stays 0. */
+ * the groups.  Whatever cannot be read stays 0.
+ *
+ * When the whole container ended (the OOM killer chose its agent, PID 1),
+ * those groups are gone with it: then dockerd's own record,
+ * .State.OOMKilled, says whether it was an OOM. */
 #include "backend/docker-internal.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/monitor.h"
 #include "base/cleanup.h"
+#include "base/sys.h"
 #include "base/xalloc.h"
+
+#define INSPECT_TIMEOUT_MS 10000
+#define OOM_NOTE_SUFFIX    ".oom"
 
 static bool
 read_u64 (const char *dir, const char *file, const char *key, uint64_t *out)
@@ -86,4 +96,45 @@ ab_docker_cgroup_stats (pid_t pid, struct ab_sandbox_exit_s *ex)
 			v2_stats (dir, ex);
 		}
 	}
+}
+
+bool
+ab_docker_container_oom (const char *client, const char *name, int wait_ms)
+{
+	char *inspect[] = { (char *)client,     (char *)"inspect",
+		            (char *)"--format", (char *)"{{.State.Running}} {{.State.OOMKilled}}",
+		            (char *)name,       NULL };
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(wait_ms > 0 ? wait_ms : 0);
+	char out[128];
+
+	for (;;) {
+		ab_error_t ignored = AB_ERROR_INIT;
+		if (ab_run_tool (inspect, out, sizeof out, INSPECT_TIMEOUT_MS, &ignored) != 0)
+			return false;
+		/* dockerd sets both when it handles the exit, a moment after
+		 * the agent's death that woke us. */
+		if (strncmp (out, "false ", 6) == 0)
+			return strncmp (out + 6, "true", 4) == 0;
+		if (ab_mono_ms () >= deadline)
+			return false;
+		usleep (100 * 1000);
+	}
+}
+
+void
+ab_docker_oom_note (const char *service_socket)
+{
+	cleanup_free char *path = xasprintf ("%s" OOM_NOTE_SUFFIX, service_socket);
+	int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd >= 0)
+		close (fd);
+}
+
+bool
+ab_docker_ended_oom (const char *service_socket)
+{
+	cleanup_free char *path = xasprintf ("%s" OOM_NOTE_SUFFIX, service_socket);
+
+	return unlink (path) == 0;
 }

@@ -3,9 +3,10 @@
  * leaves it running.  Each container is labelled with the identity of its
  * monitor (boot id, pid namespace, pid, start time); after each new
  * sandbox is up, a detached sweeper removes the containers whose monitor
- * is gone.  Only monitors of this boot and of our pid namespace are
- * judged: a pid from another host or namespace (a shared dockerd) means
- * nothing here, so those containers are left alone. */
+ * is gone, and the daemon does the same at its start and periodically
+ * (ab_docker_sweep, from its housekeeping).  Only monitors of this boot and of our pid namespace
+ * are judged: a pid from another host or namespace (a shared dockerd) means nothing here, so those
+ * containers are left alone. */
 #include "backend/docker-internal.h"
 
 #include <errno.h>
@@ -22,12 +23,17 @@
 #include "backend/monitor.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/log.h"
 #include "base/sys.h"
+#include "base/unix-socket.h"
 #include "base/xalloc.h"
 
 #define LIST_TIMEOUT_MS 30000
 #define RM_TIMEOUT_MS   30000
 #define LIST_MAX        (256 * 1024)
+/* Removals in one pass: a pass stays bounded in time (each `docker rm` is
+ * bounded by RM_TIMEOUT_MS); the next pass takes the rest. */
+#define SWEEP_MAX 32
 
 struct self_s {
 	char boot[40];
@@ -61,23 +67,49 @@ ab_docker_monitor_label (void)
 	                  me.pidns, (int)pid, ab_proc_start_time (pid));
 }
 
-/* A zombie counts as gone: a SIGKILLed monitor stays one until whoever
- * inherited it (PID 1, a subreaper) reaps it. */
-static bool
-is_zombie (pid_t pid)
+/* /proc/PID/stat: the state letter and the flags (fields 3 and 9); 0 for
+ * a process that is not there. */
+static char
+proc_state (pid_t pid, unsigned *flags)
 {
 	char path[64], buf[512];
 	cleanup_close int fd = -1;
 	ssize_t n;
-	char *p;
+	char *p, st;
 
 	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
 	fd = open (path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
-		return false;
+		return 0;
 	buf[n] = '\0';
 	p = strrchr (buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	if (!p || p[1] != ' ' || !p[2])
+		return 0;
+	st = p[2];
+	*flags = 0;
+	if (sscanf (p + 3, " %*d %*d %*d %*d %*d %u", flags) != 1)
+		*flags = 0;
+	return st;
+}
+
+/* A zombie counts as gone: a SIGKILLed monitor stays one until whoever
+ * inherited it (PID 1, a subreaper) reaps it. */
+bool
+ab_docker_is_zombie (pid_t pid)
+{
+	unsigned flags;
+	char st = proc_state (pid, &flags);
+
+	return st == 'Z' || st == 'X';
+}
+
+bool
+ab_docker_is_exiting (pid_t pid)
+{
+	unsigned flags = 0;
+	char st = proc_state (pid, &flags);
+
+	return st && st != 'Z' && st != 'X' && (flags & 0x4) != 0; /* PF_EXITING */
 }
 
 bool
@@ -92,7 +124,7 @@ ab_docker_monitor_gone (const char *value, const char *boot, uint64_t pidns)
 		return false; /* not ours to judge */
 	if (strcmp (b, boot) != 0 || ns != pidns)
 		return false;
-	return ab_proc_start_time (pid) != start || is_zombie (pid);
+	return ab_proc_start_time (pid) != start || ab_docker_is_zombie (pid);
 }
 
 static void
@@ -104,8 +136,11 @@ remove_container (const char *client, const char *id)
 	ab_run_tool (rm, NULL, 0, RM_TIMEOUT_MS, &ignored);
 }
 
-static void
-sweep (const char *client)
+/* Lists our containers (label agentbox=1: nobody else's is even looked
+ * at) and removes those whose monitor label names a monitor that is gone;
+ * at most SWEEP_MAX a pass.  The number removed, -1 when the list failed. */
+static int
+sweep (const char *client, bool log)
 {
 	char *ps[] = { (char *)client,
 		       (char *)"ps",
@@ -120,17 +155,25 @@ sweep (const char *client)
 	cleanup_free char *out = xmalloc (LIST_MAX);
 	struct self_s me;
 	char *save = NULL;
+	int n = 0;
 
 	if (!whoami (&me) || ab_run_tool (ps, out, LIST_MAX, LIST_TIMEOUT_MS, &err) != 0)
-		return;
-	for (char *line = strtok_r (out, "\n", &save); line; line = strtok_r (NULL, "\n", &save)) {
+		return -1;
+	for (char *line = strtok_r (out, "\n", &save); line && n < SWEEP_MAX;
+	     line = strtok_r (NULL, "\n", &save)) {
 		char *value = strchr (line, ' ');
 		if (!value)
 			continue;
 		*value++ = '\0';
-		if (ab_docker_monitor_gone (value, me.boot, me.pidns))
-			remove_container (client, line);
+		if (!ab_docker_monitor_gone (value, me.boot, me.pidns))
+			continue;
+		remove_container (client, line);
+		n++;
+		if (log)
+			ab_log (AB_LOG_INFO, "removed docker container %.12s: its monitor is gone",
+			        line);
 	}
+	return n;
 }
 
 void
@@ -148,6 +191,39 @@ ab_docker_sweep_async (const char *client)
 	if (fork () != 0)
 		_exit (0);
 	ab_close_fds_except (NULL, 0);
-	sweep (client);
+	sweep (client, false);
 	_exit (0);
+}
+
+/* The engine's socket answers: DOCKER_HOST's unix:// path, or the default
+ * one.  Another scheme (tcp://, ssh://) counts as reachable: the client's
+ * own bounded list call is then the test. */
+static bool
+engine_reachable (void)
+{
+	const char *host = getenv ("DOCKER_HOST");
+	const char *path = "/var/run/docker.sock";
+	ab_error_t ignored = AB_ERROR_INIT;
+	int fd;
+
+	if (host && host[0]) {
+		if (strncmp (host, "unix://", 7) != 0)
+			return true;
+		path = host + 7;
+	}
+	fd = ab_unix_connect (path, &ignored);
+	if (fd < 0)
+		return false;
+	close (fd);
+	return true;
+}
+
+int
+ab_docker_sweep (void)
+{
+	/* Only root runs Docker sandboxes (docker.c): nothing of ours to find
+	 * for another user. */
+	if (geteuid () != 0 || !engine_reachable ())
+		return -1;
+	return sweep (ab_docker_client (), true);
 }

@@ -41,7 +41,10 @@
 #define RUN_TIMEOUT_MS    60000
 #define LISTEN_TIMEOUT_MS 30000
 #define RM_TIMEOUT_MS     30000
-#define TERMINATE_MS      (RM_TIMEOUT_MS + 5000)
+/* How long the monitor waits for a dying agent to end, then for dockerd to
+ * record the end (ended_by_oom); the inspect call itself is bounded too. */
+#define OOM_WAIT_MS  3000
+#define TERMINATE_MS (RM_TIMEOUT_MS + 2 * OOM_WAIT_MS + 15000)
 
 /* In the private directory <service_socket>.docker. */
 #define DOOR_NAME      "door"
@@ -58,6 +61,7 @@ struct docker_ctx_s {
 	char name[64];
 	bool ran;       /* docker run was tried: rm -f on stop */
 	pid_t wait_pid; /* `docker wait NAME` while the agent starts */
+	pid_t agent;    /* the agent as seen from here, 0 where it cannot be */
 };
 
 /* ---- the door -------------------------------------------------------- */
@@ -287,6 +291,7 @@ docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error
 	/* Then the agent itself: no docker process per sandbox left running.
 	 * (Where its pid is not visible from here, `docker wait` stays.) */
 	pid = agent_pid (spec->service_socket);
+	c->agent = pid;
 	agent = pid > 0 ? ab_sys_pidfd_open (pid, 0) : -1;
 	if (agent < 0 && wait_fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "watch the container's agent");
@@ -299,6 +304,39 @@ docker_start (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error
 	return agent;
 }
 
+/* Did the container's end come from the OOM killer?  An agent the OOM
+ * killer chose may still be exiting when we are asked (a tied caller sees
+ * its connection close first): it is given OOM_WAIT_MS to become a zombie
+ * of containerd's shim.  While the agent lives (a sandbox told to stop),
+ * the container's memory cgroup counts OOM kills; once it is gone, so is
+ * the cgroup, and dockerd's record says.  Where the agent cannot be seen
+ * from here, dockerd's answer of the moment. */
+static bool
+ended_by_oom (struct docker_ctx_s *c)
+{
+	struct ab_sandbox_exit_s seen = { 0 };
+	uint64_t deadline = ab_mono_ms () + OOM_WAIT_MS;
+
+	if (!c->ran)
+		return false;
+	while (c->agent > 0 && ab_docker_is_exiting (c->agent) && ab_mono_ms () < deadline)
+		usleep (10 * 1000);
+	if (c->agent > 0 && is_namespace_init (c->agent) && !ab_docker_is_zombie (c->agent)) {
+		ab_docker_cgroup_stats (c->agent, &seen);
+		return seen.oom_killed;
+	}
+	return ab_docker_container_oom (c->client, c->name, c->agent > 0 ? OOM_WAIT_MS : 0);
+}
+
+/* A caller that listens (agentbox run) hears it in the end report. */
+static void
+docker_stats (void *vctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex,
+              ab_error_t *err)
+{
+	(void)spec, (void)err;
+	ex->oom_killed = ended_by_oom (vctx);
+}
+
 static int
 docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error_t *err)
 {
@@ -309,6 +347,10 @@ docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error_
 
 	(void)id, (void)err;
 	end_wait_child (c);
+	/* Nobody listens (a daemon's sandbox): a note next to the socket,
+	 * which the daemon reads when it sees this monitor end. */
+	if (!spec->service_tied && spec->service_socket && ended_by_oom (c))
+		ab_docker_oom_note (spec->service_socket);
 	if (c->ran)
 		ab_run_tool (rm, NULL, 0, RM_TIMEOUT_MS, &ignored);
 	c->ran = false;
@@ -320,6 +362,7 @@ docker_stop (void *vctx, const struct ab_spec_s *spec, const char *id, ab_error_
 static const struct ab_monitor_ops_s docker_monitor_ops = {
 	.start = docker_start,
 	.stop = docker_stop,
+	.stats = docker_stats,
 	.stop_timeout_ms = TERMINATE_MS,
 };
 
@@ -373,7 +416,9 @@ docker_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_
 	if (agent > 0 && is_namespace_init (agent))
 		ab_docker_cgroup_stats (agent, &seen);
 	r = ab_monitor_destroy (sb, ex, err);
-	*ex = seen; /* the monitor has no stats op: these are the stats */
+	/* The monitor's report adds a whole-container OOM (docker_stats). */
+	seen.oom_killed = seen.oom_killed || ex->oom_killed;
+	*ex = seen;
 	return r;
 }
 

@@ -1,4 +1,4 @@
-/* `agentbox create [run options] [--ttl D] [--label K=V]...`: a sandbox
+/* `agentbox create [run options] [--ttl D] [--label K=V]... [--json]`: a sandbox
  * that stays up, served by the daemon; prints its id.  The options are
  * `agentbox run`'s, parsed by the same code, with the same defaults (the
  * current directory as the workspace; --no-workspace for none). */
@@ -12,9 +12,11 @@
 #include "cli/run-credentials.h"
 #include "spec/spec-json.h"
 
-/* Take --ttl and --label (the daemon's own) out of argv. */
+/* Take --ttl, --label (the daemon's own) and --json out of argv.  --json
+ * prints create's whole answer: the one place the sandbox's port token is
+ * shown (docs/daemon.md, "Sandboxes"). */
 static int
-take_daemon_options (int *argc, char **argv, json_t *req, ab_error_t *err)
+take_daemon_options (int *argc, char **argv, json_t *req, bool *as_json, ab_error_t *err)
 {
 	json_t *labels = json_object ();
 	int o = 1;
@@ -27,6 +29,10 @@ take_daemon_options (int *argc, char **argv, json_t *req, ab_error_t *err)
 			while (i < *argc)
 				argv[o++] = argv[i++];
 			break;
+		}
+		if (strcmp (a, "--json") == 0) {
+			*as_json = true;
+			continue;
 		}
 		if ((ttl || label) && i + 1 >= *argc)
 			return ab_error (err, 0, AB_E_INVALID, "missing value for %s", a);
@@ -53,14 +59,14 @@ take_daemon_options (int *argc, char **argv, json_t *req, ab_error_t *err)
 }
 
 static json_t *
-request_from_args (int argc, char **argv, ab_error_t *err)
+request_from_args (int argc, char **argv, bool *as_json, ab_error_t *err)
 {
 	cleanup_free char **args = xcalloc ((size_t)argc + 2, sizeof *args);
 	struct ab_spec_s spec;
 	json_t *req = json_object (), *s;
 	int n = argc;
 
-	if (take_daemon_options (&n, argv, req, err) < 0) {
+	if (take_daemon_options (&n, argv, req, as_json, err) < 0) {
 		json_decref (req);
 		return NULL;
 	}
@@ -99,7 +105,8 @@ ab_cmd_create (int argc, char **argv)
 {
 	const char *host = ab_client_take_host (&argc, argv);
 	ab_error_t err = AB_ERROR_INIT;
-	json_t *req = request_from_args (argc, argv, &err), *resp;
+	bool as_json = false;
+	json_t *req = request_from_args (argc, argv, &as_json, &err), *resp;
 
 	if (!req) {
 		ab_cli_report (&err);
@@ -111,7 +118,11 @@ ab_cmd_create (int argc, char **argv)
 		ab_cli_report (&err);
 		return AB_EXIT_FAILED;
 	}
-	printf ("%s\n", json_string_value (json_object_get (resp, "id")));
+	if (as_json) {
+		json_dumpf (resp, stdout, JSON_INDENT (2));
+		putchar ('\n');
+	} else
+		printf ("%s\n", json_string_value (json_object_get (resp, "id")));
 	json_decref (resp);
 	return 0;
 }

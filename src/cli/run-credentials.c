@@ -7,15 +7,18 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/json-wipe.h"
 #include "base/xalloc.h"
 #include "session/cred-setup.h"
 
 /* FILE as a JSON object.  jansson's error text may quote the input, which
  * holds secrets: only the line number is reported.  `arg` names the option
- * in messages. */
+ * in messages.  stdio reads through a buffer of ours, wiped after: the
+ * file's bytes stay nowhere (jansson's copies: base/json-wipe.h). */
 static json_t *
 load_entry (const char *arg, const char *path, ab_error_t *err)
 {
+	char iobuf[4096];
 	json_error_t jerr;
 	FILE *f = fopen (path, "re");
 	json_t *j;
@@ -24,8 +27,10 @@ load_entry (const char *arg, const char *path, ab_error_t *err)
 		ab_error (err, errno, AB_E_INVALID, "--credential %s", arg);
 		return NULL;
 	}
+	setvbuf (f, iobuf, _IOFBF, sizeof iobuf);
 	j = json_loadf (f, JSON_REJECT_DUPLICATES, &jerr);
 	fclose (f);
+	explicit_bzero (iobuf, sizeof iobuf);
 	if (!j) {
 		ab_error (err, 0, AB_E_INVALID, "--credential %s: not valid JSON (line %d)", arg,
 		          jerr.line);
@@ -129,6 +134,7 @@ ab_run_credentials_entries (char **credentials, json_t **out, ab_error_t *err)
 	int r = 0;
 
 	*out = NULL;
+	ab_json_wipe_on_free ();
 	if (ab_cred_token_new (token, err) < 0)
 		return -1;
 	ups = json_array ();

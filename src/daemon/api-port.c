@@ -8,14 +8,17 @@
  *       127.0.0.1:{port} inside the sandbox and the answer relayed back
  *       (WebSocket and other upgrades included: after the head, bytes flow
  *       both ways).  Authorised by the sandbox's own port token (header
- *       `Authorization: Bearer T` or `?token=T`), also on the TCP listener,
- *       so a preview link never carries the daemon's master token.
+ *       `Authorization: Bearer T`, `?token=T`, or the cookie an answer to
+ *       `?token=` sets), also on the TCP listener, so a preview link never
+ *       carries the daemon's master token.
  *
  * Each stream is one agent connection (PORT_OPEN) on this request's
- * thread; the connection to the client is closed when the stream ends. */
+ * thread; the connection to the client is closed when the stream ends, or
+ * when no byte moved either way for the idle timeout. */
 #include "daemon/daemon-internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +32,22 @@
 #include <openssl/sha.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
+#include "base/parse.h"
 #include "base/xalloc.h"
 #include "daemon/relay.h"
 
 #define PROXY_HEAD_MAX      (32 * 1024)
 #define PORT_SEND_TIMEOUT_S 600
+/* A stream with no byte either way for this long is closed (a browser's
+ * abandoned tab, a dead peer TCP has not noticed); AGENTBOX_PORT_IDLE_TIMEOUT
+ * (a duration) in the daemon's environment changes it. */
+#define PORT_IDLE_DEFAULT_MS (300 * 1000)
+#define PORT_IDLE_ENV        "AGENTBOX_PORT_IDLE_TIMEOUT"
+/* The cookie an answer to ?token= sets: this name plus the sandbox's id. */
+#define COOKIE_PREFIX "agentbox_port_"
+/* How much of the server's answer is read to find its status line. */
+#define STATUS_LINE_MAX 8192
 
 void
 ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1])
@@ -147,9 +161,67 @@ query_token (const struct target_s *x, size_t *len)
 	return NULL;
 }
 
-/* Which credential let the request in: 1 the Authorization header (it is
- * then not forwarded), 2 the query (token= is then not forwarded), 0 none. */
-static int
+/* One "name=value" of a Cookie field (RFC 6265 5.4: pairs joined by "; ";
+ * optional whitespace is tolerated); returns the end of the pair. */
+static const char *
+cookie_pair (const char *p, const char *end, const char **name, size_t *name_len, const char **val,
+             size_t *val_len)
+{
+	const char *e, *eq;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	e = memchr (p, ';', (size_t)(end - p));
+	e = e ? e : end;
+	eq = memchr (p, '=', (size_t)(e - p));
+	*name = p;
+	*name_len = (size_t)((eq ? eq : e) - p);
+	*val = eq ? eq + 1 : e;
+	*val_len = (size_t)(e - *val);
+	while (*val_len && ((*val)[*val_len - 1] == ' ' || (*val)[*val_len - 1] == '\t'))
+		(*val_len)--;
+	return e;
+}
+
+static bool
+is_ours (const char *name, size_t len)
+{
+	return len >= sizeof COOKIE_PREFIX - 1
+	       && memcmp (name, COOKIE_PREFIX, sizeof COOKIE_PREFIX - 1) == 0;
+}
+
+/* Whether a Cookie field carries this sandbox's cookie with its token.
+ * Only the cookie named for this sandbox counts: another sandbox's cookie
+ * (a browser sends only the one its Path scopes here, but a client may
+ * send anything) is checked against nothing and opens nothing. */
+static bool
+cookie_ok (const struct ab_box_s *b, const struct ab_http_io_s *io)
+{
+	cleanup_free char *want = xasprintf (COOKIE_PREFIX "%s", b->id);
+	size_t want_len = strlen (want);
+
+	for (unsigned i = 0; i < io->head.n_fields; i++) {
+		const struct ab_http_field_s *f = &io->fields[i];
+		const char *p = f->value, *end = f->value + f->value_len;
+		if (!ab_http_token_eq (f->name, f->name_len, "cookie"))
+			continue;
+		while (p < end) {
+			const char *n, *v;
+			size_t nl, vl;
+			p = cookie_pair (p, end, &n, &nl, &v, &vl) + 1;
+			if (nl == want_len && memcmp (n, want, nl) == 0 && token_ok (b, v, vl))
+				return true;
+		}
+	}
+	return false;
+}
+
+enum auth_by { AUTH_NONE, AUTH_HEADER, AUTH_QUERY, AUTH_COOKIE };
+
+/* Which credential let the request in: the Authorization header (it is
+ * then not forwarded), the query (token= is then not forwarded, and the
+ * answer sets the cookie), the cookie (never forwarded), or none. */
+static enum auth_by
 authorize (const struct ab_box_s *b, const struct ab_http_io_s *io, const struct target_s *x)
 {
 	static const char scheme[] = "bearer ";
@@ -158,9 +230,11 @@ authorize (const struct ab_box_s *b, const struct ab_http_io_s *io, const struct
 
 	if (v && len > sizeof scheme - 1 && strncasecmp (v, scheme, sizeof scheme - 1) == 0
 	    && token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1)))
-		return 1;
+		return AUTH_HEADER;
 	v = query_token (x, &len);
-	return v && token_ok (b, v, len) ? 2 : 0;
+	if (v && token_ok (b, v, len))
+		return AUTH_QUERY;
+	return cookie_ok (b, io) ? AUTH_COOKIE : AUTH_NONE;
 }
 
 /* The query without its token= parameters. */
@@ -212,12 +286,36 @@ wants_upgrade (const struct ab_http_io_s *io, const char **proto, size_t *proto_
 	return conn && *proto && *proto_len > 0;
 }
 
+/* A Cookie field without our cookies (every sandbox's: none is the
+ * server's business); dropped when nothing else is left. */
+static void
+put_cookies (FILE *f, const struct ab_http_field_s *fl)
+{
+	const char *p = fl->value, *end = fl->value + fl->value_len;
+	bool first = true;
+
+	while (p < end) {
+		const char *n, *v, *e;
+		size_t nl, vl;
+		e = cookie_pair (p, end, &n, &nl, &v, &vl);
+		if (nl > 0 && !is_ours (n, nl)) {
+			fprintf (f, "%s%.*s", first ? "Cookie: " : "; ", (int)(v + vl - n), n);
+			first = false;
+		}
+		p = e + 1;
+	}
+	if (!first)
+		fprintf (f, "\r\n");
+}
+
 /* The head sent into the sandbox: path rewritten, Host kept as the client
- * sent it, hop-by-hop fields and the credential that let it in dropped.
+ * sent it, hop-by-hop fields, our cookies, a Referer naming a token and the
+ * credential that let it in dropped.
  * Without an upgrade, "Connection: close": one request per stream, so the
  * answer ends where the server's bytes end. */
 static char *
-proxy_head (const struct ab_http_io_s *io, const struct target_s *x, int auth_by, size_t *len)
+proxy_head (const struct ab_http_io_s *io, const struct target_s *x, enum auth_by auth_by,
+            size_t *len)
 {
 	char *buf = NULL;
 	const char *proto;
@@ -233,8 +331,17 @@ proxy_head (const struct ab_http_io_s *io, const struct target_s *x, int auth_by
 	for (unsigned i = 0; i < io->head.n_fields; i++) {
 		const struct ab_http_field_s *fl = &io->fields[i];
 		if (hop_by_hop (fl)
-		    || (auth_by == 1 && ab_http_token_eq (fl->name, fl->name_len, "authorization")))
+		    || (auth_by == AUTH_HEADER
+		        && ab_http_token_eq (fl->name, fl->name_len, "authorization")))
 			continue;
+		/* A page opened with ?token= names it in its Referer. */
+		if (ab_http_token_eq (fl->name, fl->name_len, "referer")
+		    && memmem (fl->value, fl->value_len, "token=", 6))
+			continue;
+		if (ab_http_token_eq (fl->name, fl->name_len, "cookie")) {
+			put_cookies (f, fl);
+			continue;
+		}
 		fprintf (f, "%.*s: %.*s\r\n", (int)fl->name_len, fl->name, (int)fl->value_len,
 		         fl->value);
 	}
@@ -284,11 +391,92 @@ forward_buffered (struct ab_http_io_s *io, int fd)
 	return rc;
 }
 
+static int
+idle_ms (void)
+{
+	const char *v = getenv (PORT_IDLE_ENV);
+	ab_error_t ignored = AB_ERROR_INIT;
+	uint64_t ms;
+
+	if (!v || ab_parse_duration (v, &ms, &ignored) < 0 || ms == 0 || ms > INT32_MAX)
+		return PORT_IDLE_DEFAULT_MS;
+	return (int)ms;
+}
+
 static void
 relay (struct ab_req_s *r, int fd)
 {
-	ab_relay_fds (r->fd, fd, NULL, NULL);
+	if (ab_relay_fds_idle (r->fd, fd, idle_ms (), NULL, NULL) == 1)
+		ab_log (AB_LOG_DEBUG, "port stream of %s idle: closed", r->path);
 	close (fd);
+}
+
+/* The Set-Cookie field that lets a browser leave ?token= out of every
+ * later URL: HttpOnly (no script reads it), SameSite=Strict (no other
+ * site's page makes the browser send it), its Path this sandbox's
+ * /ports/ (never sent for another sandbox), no Max-Age (gone with the
+ * browser's session).  Not Secure: the daemon speaks plain HTTP (a
+ * unix socket, or TCP on loopback). */
+static char *
+set_cookie (const struct ab_box_s *b)
+{
+	return xasprintf ("Set-Cookie: " COOKIE_PREFIX "%s=%s; Path=/v1/sandboxes/%s/ports; "
+	                  "HttpOnly; SameSite=Strict\r\n",
+	                  b->id, b->port_token, b->id);
+}
+
+/* Until the server's status line has come: the client's bytes (a body)
+ * go on to the server, and the status line reaches the client with
+ * `field` after it.  0, then the relay takes over; -1 when either side
+ * ended or failed first or nothing moved for idle ms (the stream is
+ * dropped, as the relay would). */
+static int
+relay_status_line (int client, int server, const char *field, int idle)
+{
+	char buf[STATUS_LINE_MAX];
+	size_t have = 0;
+	bool client_open = true;
+
+	while (have < sizeof buf) {
+		struct pollfd p[2] = { { .fd = client_open ? client : -1, .events = POLLIN },
+			               { .fd = server, .events = POLLIN } };
+		char *nl;
+		ssize_t n;
+		int r = poll (p, 2, idle);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (p[0].revents) {
+			char tmp[16 * 1024];
+			n = recv (client, tmp, sizeof tmp, MSG_DONTWAIT);
+			if (n == 0) {
+				shutdown (server, SHUT_WR);
+				client_open = false;
+			} else if ((n < 0 && errno != EAGAIN && errno != EINTR)
+			           || (n > 0 && ab_http_write (server, tmp, (size_t)n) < 0))
+				return -1;
+		}
+		if (!p[1].revents)
+			continue;
+		n = recv (server, buf + have, sizeof buf - have, MSG_DONTWAIT);
+		if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
+			return -1;
+		have += n > 0 ? (size_t)n : 0;
+		if (!(nl = memchr (buf, '\n', have)))
+			continue;
+		nl++;
+		/* Not an HTTP/1 answer: passed on as it came, without the field. */
+		if (have < 5 || memcmp (buf, "HTTP/", 5) != 0)
+			return ab_http_write (client, buf, have);
+		return ab_http_write (client, buf, (size_t)(nl - buf)) < 0
+		                       || ab_http_write (client, field, strlen (field)) < 0
+		                       || ab_http_write (client, nl, have - (size_t)(nl - buf)) < 0
+		               ? -1
+		               : 0;
+	}
+	return ab_http_write (client, buf, have); /* no line end: no field */
 }
 
 void
@@ -296,9 +484,10 @@ ab_api_port_proxy (struct ab_req_s *r)
 {
 	struct target_s x;
 	struct ab_box_s *b;
-	cleanup_free char *head = NULL;
+	cleanup_free char *head = NULL, *cookie = NULL;
 	size_t head_len = 0;
-	int auth_by, fd;
+	enum auth_by auth_by;
+	int fd;
 
 	r->close = true; /* the stream owns the connection from here on */
 	if (parse_target (r->io->head.target, r->io->head.target_len, &x) < 0) {
@@ -318,7 +507,10 @@ ab_api_port_proxy (struct ab_req_s *r)
 	} else if ((fd = open_port (r, b, x.port)) >= 0) {
 		r->responded = true;
 		r->status = 200; /* the answer is the sandbox's own, relayed */
-		if (ab_http_write (fd, head, head_len) == 0 && forward_buffered (r->io, fd) == 0)
+		if (auth_by == AUTH_QUERY)
+			cookie = set_cookie (b);
+		if (ab_http_write (fd, head, head_len) == 0 && forward_buffered (r->io, fd) == 0
+		    && (!cookie || relay_status_line (r->fd, fd, cookie, idle_ms ()) == 0))
 			relay (r, fd);
 		else
 			close (fd);
@@ -348,11 +540,12 @@ ab_api_port_connect (struct ab_req_s *r)
 		r->responded = true;
 		r->status = 101;
 		ab_metrics_request (101);
+		/* No idle timeout: the caller's own authority, any protocol
+		 * (a quiet ssh or database session stays up). */
 		if (ab_http_write (r->fd, ok, sizeof ok - 1) == 0
 		    && forward_buffered (r->io, fd) == 0)
-			relay (r, fd);
-		else
-			close (fd);
+			ab_relay_fds (r->fd, fd, NULL, NULL);
+		close (fd);
 	}
 	ab_box_unref (r->d, b);
 }

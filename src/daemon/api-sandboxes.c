@@ -66,7 +66,11 @@ ab_api_sandbox_create (struct ab_req_s *r)
 	if (ab_box_create (r->d, req, &b, &err) < 0)
 		ab_resp_error (r, &err);
 	else {
-		ab_resp_json (r, 201, ab_box_json (r->d, b));
+		/* The port token is the owner's to hand out: this answer is the
+		 * one place it is shown (GET and listings leave it out). */
+		json_t *j = ab_box_json (r->d, b);
+		json_object_set_new (j, "port_token", json_string (b->port_token));
+		ab_resp_json (r, 201, j);
 		ab_box_unref (r->d, b);
 	}
 	json_decref (req);

@@ -5,7 +5,9 @@
  * and keeps the configuration in memory for its credential relay
  * (egress.c).  For re-adoption after a restart the configuration is kept
  * in <dir>/credentials.json, mode 0600 in the 0700 sandbox directory:
- * never in state.json, never in the API's output, never in a log. */
+ * never in state.json, never in the API's output, never in a log.  Every
+ * host copy is wiped when freed: ours with explicit_bzero, jansson's (the
+ * request's parse, its values, the serialised text) by base/json-wipe.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/json-wipe.h"
 #include "base/xalloc.h"
 #include "daemon/daemon-internal.h"
 #include "session/cred-setup.h"
@@ -39,6 +42,7 @@ ab_box_cred_take (struct ab_box_s *b, json_t *ups, ab_error_t *err)
 	char token[AB_CRED_TOKEN_HEX];
 	json_t *doc;
 
+	ab_json_wipe_on_free (); /* the request's copies of the secrets too */
 	if (!json_is_array (ups) || json_array_size (ups) == 0)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "credentials must be a non-empty array of upstream entries");
@@ -116,5 +120,7 @@ ab_box_cred_load (struct ab_box_s *b, ab_error_t *err)
 	free (text);
 	if (!b->cred_config)
 		return ab_error_wrap (err, "%s", path);
+	/* state.json's spec leaves out the variables that hold the token. */
+	ab_cred_spec_env (&b->spec, b->cred_config, b->cred_config->token);
 	return 0;
 }

@@ -37,6 +37,12 @@ pump (int from, int to, uint64_t *count)
 void
 ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 {
+	ab_relay_fds_idle (a, b, -1, a_to_b, b_to_a);
+}
+
+int
+ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a)
+{
 	bool a_open = true, b_open = true;
 
 	while (a_open || b_open) {
@@ -46,20 +52,23 @@ ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 			               { .fd = b_open ? b : -1, .events = POLLIN } };
 		int r;
 
-		if (poll (p, 2, -1) < 0) {
+		if ((r = poll (p, 2, idle_ms)) < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			return 0;
 		}
+		if (r == 0)
+			return 1; /* nothing either way for idle_ms */
 		if (p[0].revents) {
 			if ((r = pump (a, b, a_to_b)) < 0)
-				return;
+				return 0;
 			a_open = r > 0;
 		}
 		if (p[1].revents) {
 			if ((r = pump (b, a, b_to_a)) < 0)
-				return;
+				return 0;
 			b_open = r > 0;
 		}
 	}
+	return 0;
 }

@@ -13,5 +13,8 @@
  * bytes copied each way (a_to_b, b_to_a; either may be NULL).  Closes
  * neither fd. */
 void ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
+/* The same, ending when no byte moved either way for idle_ms (-1: never):
+ * 1 then, else 0. */
+int ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a);
 
 #endif

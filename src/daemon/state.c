@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
+#include "net/credential-config.h"
 #include "spec/spec-json.h"
 
 #define STATE_VERSION 1
@@ -68,6 +69,37 @@ ab_rm_rf (const char *path)
 	return r < 0 && errno == ENOENT ? 0 : r;
 }
 
+/* The spec as JSON without the sandbox's credential token: the variables
+ * that carry it (AGENTBOX_CREDENTIAL_TOKEN, OPENAI_API_KEY, ...; any
+ * value containing it) are dropped for state.json, where
+ * ab_box_cred_load puts them back from credentials.json after a restart,
+ * and shown as "<redacted>" in the API's output.  The token lives in one
+ * file and in the sandbox, nowhere a GET or a listing reaches. */
+static json_t *
+spec_json (const struct ab_box_s *b, unsigned flags, bool drop)
+{
+	json_t *j = ab_spec_to_json (&b->spec, flags);
+	json_t *env = json_object_get (j, "env");
+	const char *tok = b->cred_config ? b->cred_config->token : NULL;
+	const char *k;
+	json_t *v;
+	void *tmp;
+
+	if (!tok || !*tok || !json_is_object (env))
+		return j;
+	json_object_foreach_safe (env, tmp, k, v)
+	{
+		const char *s = json_string_value (v);
+		if (!s || !strstr (s, tok))
+			continue;
+		if (drop)
+			json_object_del (env, k);
+		else
+			json_object_set_new (env, k, json_string ("<redacted>"));
+	}
+	return j;
+}
+
 json_t *
 ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 {
@@ -81,7 +113,7 @@ ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               "labels", b->labels, "workspace_owned", b->workspace_owned, "backend",
 	               b->backend, "monitor", "pid", (int)b->monitor_pid, "start_time",
 	               (json_int_t)b->monitor_start, "spec",
-	               ab_spec_to_json (&b->spec, AB_SPEC_JSON_INTERNAL));
+	               spec_json (b, AB_SPEC_JSON_INTERNAL, true));
 	if (b->port_token[0])
 		json_object_set_new (j, "port_token", json_string (b->port_token));
 	pthread_mutex_unlock (&d->lock);
@@ -174,11 +206,9 @@ ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               ab_box_state_name (b->state), "created_at", iso_time (b->created_ms),
 	               "expires_at", iso_time (b->expires_ms), "labels", b->labels, "backend",
 	               b->backend, "monitor_pid", (int)b->monitor_pid, "spec",
-	               ab_spec_to_json (&b->spec, 0));
+	               spec_json (b, 0, false));
 	if (b->ttl_ms)
 		json_object_set_new (j, "ttl_ms", json_integer (b->ttl_ms));
-	if (b->port_token[0])
-		json_object_set_new (j, "port_token", json_string (b->port_token));
 	if (b->dead_reason)
 		json_object_set_new (j, "dead_reason", json_string (b->dead_reason));
 	pthread_mutex_unlock (&d->lock);

@@ -363,3 +363,153 @@ rc=0" ]
 		}
 	done
 }
+
+# wait_gone CONTAINER SECONDS: the container is removed within SECONDS.
+wait_gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[ -z "$("$DOCKER" ps -aq --filter "id=$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# orphan: a daemon sandbox whose monitor is SIGKILLed; sets ORPHAN (its
+# container) and IMAGE (the image it runs).
+orphan() {
+	local id mon
+	id="$(ab create --backend docker --no-workspace)"
+	ORPHAN="$(container_of "$id")"
+	[ -n "$ORPHAN" ]
+	IMAGE="$("$DOCKER" inspect -f '{{.Config.Image}}' "$ORPHAN")"
+	mon="$(api "/v1/sandboxes/$id" | jq -r .monitor_pid)"
+	kill -KILL "$mon"
+	monitor_gone "$mon"
+	[ -n "$("$DOCKER" ps -q --filter "id=$ORPHAN")" ]
+}
+
+@test "orphans: a daemon's start removes them, without any new sandbox; containers not ours are untouched" {
+	daemon_start
+	orphan
+	# Not ours to remove: no agentbox label; our label with a monitor
+	# label from elsewhere; our label naming a live monitor (this shell).
+	local foreign alien live self
+	self="$(awk '{print $22}' /proc/$$/stat)"
+	foreign="$("$DOCKER" create --label "other=$MARK" "$IMAGE" true)"
+	alien="$("$DOCKER" create --label agentbox=1 --label "agentbox.monitor=not-this-boot/1/1/1" "$IMAGE" true)"
+	live="$("$DOCKER" create --label agentbox=1 --label \
+		"agentbox.monitor=$(cat /proc/sys/kernel/random/boot_id)/$(stat -Lc %i /proc/self/ns/pid)/$$/$self" "$IMAGE" true)"
+	daemon_kill9
+	daemon_start
+	wait_gone "$ORPHAN" 20
+	grep -q "removed docker container ${ORPHAN:0:12}: its monitor is gone" "$D/daemon.log"
+	# A few more passes would not change that (the start sweep is done by now).
+	sleep 1
+	for c in "$foreign" "$alien" "$live"; do
+		[ -n "$("$DOCKER" ps -aq --filter "id=$c")" ]
+	done
+	"$DOCKER" rm -f "$foreign" "$alien" "$live" >/dev/null
+	for id in $(api /v1/sandboxes | jq -r '.sandboxes[].id'); do ab rm -f "$id" >/dev/null 2>&1 || true; done
+	[ -z "$(containers)" ]
+}
+
+@test "orphans: the daemon's periodic sweep (AGENTBOX_DOCKER_SWEEP_INTERVAL) removes one that appears while it runs" {
+	AGENTBOX_DOCKER_SWEEP_INTERVAL=1s daemon_start
+	local t0 t1
+	orphan
+	t0="$(date +%s)"
+	wait_gone "$ORPHAN" 20
+	t1="$(date +%s)"
+	echo "removed after $((t1 - t0)) s"
+	grep -q "removed docker container ${ORPHAN:0:12}" "$D/daemon.log"
+	for id in $(api /v1/sandboxes | jq -r '.sandboxes[].id'); do ab rm -f "$id" >/dev/null 2>&1 || true; done
+	[ -z "$(containers)" ]
+}
+
+# descendants PID: every process below PID (bounded depth).
+descendants() {
+	local p c depth=0 level="$1"
+	while [ -n "$level" ] && [ $depth -lt 8 ]; do
+		c=""
+		for p in $level; do c="$c $(pgrep -P "$p" || true)"; done
+		level="$(echo $c)"
+		[ -n "$level" ] && echo $level
+		depth=$((depth + 1))
+	done
+}
+
+# sleeper_below PID: a `sleep` process below PID (bounded depth), if any.
+sleeper_below() {
+	local p c depth=0 level="$1"
+	while [ -n "$level" ] && [ $depth -lt 6 ]; do
+		c=""
+		for p in $level; do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && echo "$p" && return 0
+			c="$c $(pgrep -P "$p" || true)"
+		done
+		level="$(echo $c)"
+		depth=$((depth + 1))
+	done
+}
+
+# oom_agent CONTAINER: make the container's agent (PID 1) the OOM killer's
+# choice, from the host: oom_score_adj 1000 for the agent once its command
+# sleeps (waits for it, 10 s at most; the command's shell, forked before,
+# keeps 0, as does what it starts later), so the command's allocation
+# past --memory ends the whole container.  Its command: `sleep N; $HOGS`.
+# The kernel adds 1000 * (limit pages / 1000) to the agent's score, a bit
+# less than the limit: one hog near the limit would still outscore it, so
+# the hogs are eight of 12 MiB (each holds its bytes until the pipe ends).
+HOGS='for i in 1 2 3 4 5 6 7 8; do { head -c 12m /dev/zero; sleep 30; } | tail & done; wait'
+
+oom_agent() {
+	local pid i s=""
+	for ((i = 0; i < 100; i++)); do
+		pid="$("$DOCKER" inspect -f '{{.State.Pid}}' "$1")"
+		[ "${pid:-0}" -gt 0 ] && s="$(sleeper_below "$pid")"
+		[ -n "$s" ] && break
+		sleep 0.1
+	done
+	[ -n "$s" ]
+	echo 1000 >"/proc/$pid/oom_score_adj"
+	[ "$(cat "/proc/$s/oom_score_adj")" -lt 1000 ]
+}
+
+@test "OOM: a whole-container OOM kill is the daemon's dead_reason, not 'went away'" {
+	daemon_start
+	local id name i reason
+	id="$(ab create --backend docker --no-workspace --memory 64m)"
+	name="$(container_of "$id")"
+	ab exec -d "$id" -- sh -c "sleep 3; $HOGS" >/dev/null
+	oom_agent "$name"
+	for ((i = 0; i < 200; i++)); do
+		[ "$(api "/v1/sandboxes/$id" | jq -r .state)" = dead ] && break
+		sleep 0.1
+	done
+	api "/v1/sandboxes/$id" | tee "$D/dead" | jq .
+	[ "$(jq -r .state "$D/dead")" = dead ]
+	reason="$(jq -r .dead_reason "$D/dead")"
+	[[ "$reason" == "out of memory"* ]]
+	[ ! -e "$STATE/sandboxes/$id/agent.sock.oom" ]
+	ab rm -f "$id"
+	[ -z "$(containers)" ]
+}
+
+@test "OOM: agentbox run reports a whole-container OOM kill as exit 137 with oom_killed" {
+	local r="$BATS_TEST_TMPDIR/r.json" pid name i rc=0
+	abrun_docker --memory 64m --json-result "$r" -- sh -c "sleep 3; $HOGS" \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		name="$("$DOCKER" ps -q --filter label=agentbox=1 | head -1)"
+		[ -n "$name" ] && break
+		sleep 0.1
+	done
+	[ -n "$name" ]
+	oom_agent "$name"
+	wait "$pid" || rc=$?
+	cat "$BATS_TEST_TMPDIR/out" "$r"
+	[ "$rc" -eq 137 ]
+	jq -e '.oom_killed == true and .exit_code == 137' "$r"
+	[ -z "$(containers)" ]
+}

@@ -27,9 +27,10 @@ teardown() {
 # inside; sets ID and TOKEN.
 box_with_server() {
 	local i
-	ID="$(ab create --workspace "$WS")"
+	ab create --workspace "$WS" --json >"$D/created"
+	ID="$(jq -r .id "$D/created")"
 	ab exec -d "$ID" -- node /workspace/port-peers.js server 8000 >/dev/null
-	TOKEN="$(ab inspect "$ID" | jq -r .port_token)"
+	TOKEN="$(jq -r .port_token "$D/created")"
 	[[ "$TOKEN" =~ ^[0-9a-f]{64}$ ]]
 	for ((i = 0; i < 100; i++)); do
 		[ "$(api_status "/v1/sandboxes/$ID/ports/8000/hello?token=$TOKEN")" = 200 ] && return 0
@@ -188,8 +189,9 @@ process.stdout.write(b)' "$1" >"$2"
 	[ "$(proxy "/hello?token=$wrong")" = 401 ]
 	[ "$(proxy "/hello?token=${TOKEN}0")" = 401 ]
 	[ "$(proxy "/hello?token=abc")" = 401 ]
-	other="$(ab create --no-workspace)"
-	otok="$(ab inspect "$other" | jq -r .port_token)"
+	ab create --no-workspace --json >"$D/other"
+	other="$(jq -r .id "$D/other")"
+	otok="$(jq -r .port_token "$D/other")"
 	[ "$otok" != "$TOKEN" ]
 	[ "$(proxy /hello -H "Authorization: Bearer $otok")" = 401 ]
 	[ "$(api_status "/v1/sandboxes/$other/ports/8000/hello?token=$TOKEN")" = 401 ]
@@ -252,6 +254,7 @@ process.stdout.write(b)' "$1" >"$2"
 	kill -TERM "$DAEMON_PID"
 	wait "$DAEMON_PID" || true
 	daemon_start
-	[ "$(ab inspect "$ID" | jq -r .port_token)" = "$TOKEN" ]
+	# Shown only by create: the restarted daemon's GET leaves it out too.
+	ab inspect "$ID" | jq -e 'has("port_token") | not'
 	[ "$(proxy "/hello?token=$TOKEN")" = 200 ]
 }
