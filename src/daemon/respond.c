@@ -199,6 +199,7 @@ ab_req_body_json (struct ab_req_s *r, json_t **out, ab_error_t *err)
 	}
 	/* Duplicate keys are refused: two readers could keep different ones. */
 	*out = json_loadb (body, len, JSON_REJECT_DUPLICATES, &je);
+	explicit_bzero (body, len); /* it may carry secrets (credentials on create) */
 	if (!*out)
 		return ab_error (err, 0, AB_E_INVALID, "malformed JSON at line %d column %d: %s",
 		                 je.line, je.column, je.text);

@@ -27,6 +27,9 @@ ab_http_io_init (struct ab_http_io_s *io, int fd, size_t max_head)
 void
 ab_http_io_free (struct ab_http_io_s *io)
 {
+	/* Request bodies pass through here (credentials on create). */
+	if (io->buf)
+		explicit_bzero (io->buf, AB_HTTP_IO_BUF);
 	free (io->buf);
 	free (io->head_copy);
 	io->buf = io->head_copy = NULL;

@@ -97,9 +97,15 @@ teardown() {
 	cmp "$D/src.bin" "$D/back.bin"
 	echo piped | ab cp - "$id:/workspace/p.txt"
 	[ "$(ab cp "$id:/workspace/p.txt" -)" = piped ]
-	run ab cp "$id:/etc/passwd" "$D/x"
+	# Reads see what the sandbox sees (its /etc/passwd, as cat prints it
+	# inside); writes go only to its writable file roots.
+	ab cp "$id:/etc/passwd" "$D/passwd"
+	[ "$(cat "$D/passwd")" = "$(ab exec "$id" -- cat /etc/passwd)" ]
+	run ab cp "$D/src.bin" "$id:/etc/x"
 	[ "$status" -ne 0 ]
 	echo "$output" | grep -q outside
+	run ab cp "$id:/etc/shadow" "$D/x"
+	[ "$status" -ne 0 ]
 	[ ! -s "$D/x" ]
 	run ab cp "$D/src.bin" "$D/other"
 	[ "$status" -ne 0 ]

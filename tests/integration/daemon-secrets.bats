@@ -253,9 +253,8 @@ PY
 	echo "copies of the secret in the daemon: $n"
 	# One is the configuration the credential relay injects from; without
 	# the wipe of what jansson frees (base/json-wipe.c) there are three
-	# (the request's parse and its copy).  The second is the connection's
-	# read buffer (daemon/http-io.c frees it unwiped).
-	[ "$n" -ge 1 ]
-	[ "$n" -le 2 ]
+	# (the request's parse and its copy), and the connection's read buffer
+	# (net/http-io.c) and the body (daemon/respond.c) are wiped too.
+	[ "$n" -eq 1 ]
 	ab rm -f "$ID"
 }
