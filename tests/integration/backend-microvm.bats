@@ -97,14 +97,20 @@ gone() {
 	[ "$(printf hello | api "/v1/sandboxes/$id/files?path=/workspace/c.txt" -T - | jq .size)" = 5 ]
 	[ "$(cat "$WS/c.txt")" = hello ]
 
-	# Path escapes are refused.
-	for p in /etc/passwd ../etc/passwd /workspace/../etc/passwd; do
+	# Reads see what the VM sees (its /etc/passwd, also through a link in
+	# the workspace); `..` escapes and writes outside the roots are refused.
+	for p in ../etc/passwd /workspace/../etc/passwd; do
 		[ "$(api_status "/v1/sandboxes/$id/files?path=$p")" = 403 ]
 	done
+	ab exec "$id" -- cat /etc/passwd >"$D/passwd.vm"
+	ab cp "$id:/etc/passwd" "$D/x"
+	cmp "$D/passwd.vm" "$D/x"
 	ab exec "$id" -- ln -s /etc /workspace/out
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/out/passwd")" = 403 ]
-	run ab cp "$id:/etc/passwd" "$D/x"
+	ab cp "$id:/workspace/out/passwd" "$D/y"
+	cmp "$D/passwd.vm" "$D/y"
+	run ab cp "$D/src.bin" "$id:/etc/x"
 	[ "$status" -ne 0 ]
+	[ "$(printf x | api_status "/v1/sandboxes/$id/files?path=/workspace/out/x" -X PUT -T -)" = 403 ]
 
 	# Teardown leaves nothing: monitor, QEMU, run directory, socket.
 	mon="$(state_monitors)"
