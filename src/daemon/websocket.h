@@ -15,7 +15,9 @@
 #include "daemon/http-io.h"
 #include "net/websocket.h"
 
-/* Messages larger than this are refused (close code 1009). */
+/* Messages larger than this are refused (close code 1009, AB_E_LIMIT)
+ * unless io->ws was set up with another limit (ab_ws_assembler_init)
+ * before the first ab_ws_recv. */
 #define AB_WS_MAX_MESSAGE (1U << 20)
 
 /* Binary messages of an exec session start with one byte naming the stream. */
