@@ -85,7 +85,13 @@ read_all (struct ab_xs_conn_s *x, const char *path, struct buf_s *b, struct ab_x
 	if (!c)
 		return -1;
 	if (ab_agent_file_read (c, path, &sink, &err) < 0) {
-		if (err.kind == AB_E_CONFLICT && err.errnum == EISDIR)
+		struct ab_agent_stat_s st;
+		ab_error_t e2 = AB_ERROR_INIT;
+		/* A directory: the reference's "not a file" (-32600). */
+		if ((err.kind == AB_E_CONFLICT && err.errnum == EISDIR)
+		    || (err.kind != AB_E_NOT_FOUND && err.kind != AB_E_SYSTEM
+		        && ab_agent_file_stat (c, path, &st, &e2) == 0
+		        && st.type == AB_AGENT_FT_DIR))
 			return ab_xs_fail (out, AB_XS_INVALID_REQUEST, "path `%s` is not a file",
 			                   path),
 			       -1;
