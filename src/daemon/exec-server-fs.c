@@ -13,7 +13,7 @@
 
 struct buf_s {
 	uint8_t *p;
-	size_t len, off;
+	size_t len, off, cap;
 };
 
 static int
@@ -24,7 +24,11 @@ sink_data (void *ctx, const void *data, size_t len, ab_error_t *err)
 	if (b->len + len > AB_XS_MAX_FILE)
 		return ab_error (err, E2BIG, AB_E_LIMIT, "the file is larger than %u MiB",
 		                 AB_XS_MAX_FILE >> 20);
-	b->p = xrealloc (b->p, b->len + len + 1);
+	if (b->len + len + 1 > b->cap) {
+		/* geometric: the agent sends many small chunks */
+		b->cap = (b->len + len + 1) * 2;
+		b->p = xrealloc (b->p, b->cap);
+	}
 	memcpy (b->p + b->len, data, len);
 	b->len += len;
 	return 0;
@@ -122,8 +126,9 @@ fs_read_file (struct ab_xs_conn_s *x, json_t *params, struct ab_xs_reply_s *out)
 	struct buf_s b = { 0 };
 
 	if (path && read_all (x, path, &b, out) == 0) {
-		cleanup_free char *b64 = ab_base64_encode (b.p ? b.p : (uint8_t *)"", b.len);
-		out->result = json_pack ("{s:s}", "dataBase64", b64);
+		out->result = json_object ();
+		out->b64_key = "dataBase64";
+		out->b64 = ab_base64_encode (b.p ? b.p : (uint8_t *)"", b.len);
 	}
 	free (b.p);
 }

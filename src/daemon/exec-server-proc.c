@@ -524,6 +524,7 @@ ab_xs_proc_read (struct ab_xs_conn_s *x, json_t *id, json_t *params)
 		ab_xs_answer (x, id, &rep);
 		return;
 	}
+	evict (x);
 	rd->x = x;
 	rd->id = json_incref (id);
 	rd->pid = xstrdup (pid);
@@ -560,6 +561,7 @@ running_pid (struct ab_xs_conn_s *x, const char *id, bool *known, bool *stdin_op
 	struct ab_xs_proc_s *p;
 	uint32_t pid = 0;
 
+	evict (x);
 	pthread_mutex_lock (&x->lock);
 	p = find (x, id);
 	*known = p != NULL;

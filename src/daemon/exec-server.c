@@ -73,11 +73,41 @@ ab_xs_notify (struct ab_xs_conn_s *x, const char *method, json_t *params)
 	return ab_xs_send (x, json_pack ("{s:s, s:o}", "method", method, "params", params));
 }
 
+/* {"id":ID,"result":{...,"KEY":"B64"}} without dumping B64 through
+ * jansson. */
+static int
+send_spliced (struct ab_xs_conn_s *x, json_t *id, struct ab_xs_reply_s *rep)
+{
+	cleanup_free char *idtext = json_dumps (id, JSON_COMPACT | JSON_ENCODE_ANY);
+	cleanup_free char *res = json_dumps (rep->result, JSON_COMPACT);
+	cleanup_free char *text = NULL;
+	size_t rl = res ? strlen (res) : 0;
+	int rc = -1;
+
+	json_decref (rep->result);
+	rep->result = NULL;
+	if (idtext && res && rl >= 2) {
+		res[rl - 1] = 0; /* without its '}' */
+		text = xasprintf ("{\"id\":%s,\"result\":%s%s\"%s\":\"%s\"}}", idtext, res,
+		                  rl > 2 ? "," : "", rep->b64_key, rep->b64);
+		pthread_mutex_lock (&x->wlock);
+		rc = ab_ws_send (x->r->fd, AB_WS_OP_TEXT, text, strlen (text), false);
+		pthread_mutex_unlock (&x->wlock);
+	}
+	free (rep->b64);
+	rep->b64 = NULL;
+	return rc;
+}
+
 int
 ab_xs_answer (struct ab_xs_conn_s *x, json_t *id, struct ab_xs_reply_s *rep)
 {
 	json_t *m;
 
+	if (rep->result && rep->b64)
+		return send_spliced (x, id, rep);
+	free (rep->b64);
+	rep->b64 = NULL;
 	if (rep->result)
 		m = json_pack ("{s:O, s:o}", "id", id, "result", rep->result);
 	else
@@ -217,6 +247,9 @@ dispatch (struct ab_xs_conn_s *x, const char *method, json_t *params, struct ab_
 {
 	if (strcmp (method, "initialize") == 0)
 		return initialize (x, params, out);
+	if (is_prefix (method, "environment/") && !x->initialize_seen)
+		return ab_xs_fail (out, AB_XS_INVALID_REQUEST,
+		                   "client must call initialize before using environment methods");
 	if (strcmp (method, "environment/info") == 0) {
 		out->result = environment_info (x);
 		return;

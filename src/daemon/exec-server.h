@@ -66,6 +66,11 @@ struct ab_xs_reply_s {
 	json_t *result; /* owned */
 	int code;       /* when result is NULL */
 	char msg[AB_ERROR_MSG_MAX];
+	/* A large base64 member of the result (owned), spliced into the text
+	 * as it is: base64 needs no escaping, and jansson's per-code-point
+	 * string dump would dominate a 1 MiB fs/readFile. */
+	const char *b64_key;
+	char *b64;
 };
 
 void ab_xs_fail (struct ab_xs_reply_s *out, int code, const char *fmt, ...)
