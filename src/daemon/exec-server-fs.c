@@ -191,11 +191,71 @@ fs_create_directory (struct ab_xs_conn_s *x, json_t *params, struct ab_xs_reply_
 	out->result = json_object ();
 }
 
+/* Symlinks followed for isFile/isDirectory, as the reference does (an
+ * AGENTS.md that links to another file is a file).  The agent's stat does
+ * not follow, its open does (inside the sandbox only): a read that stops
+ * at its first callback gives the target's stat, a listing that works a
+ * directory.  At most this many per request. */
+#define MAX_LINK_PROBES 64
+
+static int
+probe_begin (void *ctx, const struct ab_agent_stat_s *st, ab_error_t *err)
+{
+	struct ab_agent_stat_s *out = ctx;
+
+	if (st)
+		*out = *st;
+	else
+		out->type = AB_AGENT_FT_FILE;
+	return ab_error (err, 0, AB_E_INTERNAL, "probe done");
+}
+
+static int
+probe_data (void *ctx, const void *buf, size_t len, ab_error_t *err)
+{
+	(void)ctx, (void)buf, (void)len;
+	return ab_error (err, 0, AB_E_INTERNAL, "probe done");
+}
+
+static ab_agent_file_type
+link_target (struct ab_xs_conn_s *x, const char *path, uint64_t *size)
+{
+	struct ab_agent_stat_s st = { .type = AB_AGENT_FT_OTHER };
+	struct ab_agent_file_sink_s sink = { .begin = probe_begin, .data = probe_data, .ctx = &st };
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_agent_dirent_s *v = NULL;
+	ab_agent_conn_t *c = ab_xs_agent (x, &err);
+	size_t n = 0;
+
+	if (!c)
+		return AB_AGENT_FT_OTHER;
+	if (ab_agent_file_read (c, path, &sink, &err) < 0 && st.type == AB_AGENT_FT_OTHER) {
+		if (err.kind == AB_E_SYSTEM || err.kind == AB_E_INTERNAL) {
+			ab_agent_close (x->agent);
+			x->agent = NULL;
+		}
+		ab_error_clear (&err);
+		if (!(c = ab_xs_agent (x, &err)))
+			return AB_AGENT_FT_OTHER;
+		if (ab_agent_file_list (c, path, &v, &n, &err) == 0) {
+			ab_agent_dirents_free (v, n);
+			return AB_AGENT_FT_DIR;
+		}
+		return AB_AGENT_FT_OTHER;
+	}
+	/* the read was stopped by us: the connection must go (agent-client.h) */
+	ab_agent_close (x->agent);
+	x->agent = NULL;
+	if (st.type == AB_AGENT_FT_FILE)
+		*size = st.size;
+	return st.type;
+}
+
 static json_t *
-metadata (const struct ab_agent_stat_s *st)
+metadata (const struct ab_agent_stat_s *st, ab_agent_file_type target)
 {
 	return json_pack ("{s:b, s:b, s:b, s:I, s:i, s:I}", "isDirectory",
-	                  st->type == AB_AGENT_FT_DIR, "isFile", st->type == AB_AGENT_FT_FILE,
+	                  target == AB_AGENT_FT_DIR, "isFile", target == AB_AGENT_FT_FILE,
 	                  "isSymlink", st->type == AB_AGENT_FT_SYMLINK, "size",
 	                  (json_int_t)st->size, "createdAtMs", 0, "modifiedAtMs",
 	                  (json_int_t)st->mtime_ms);
@@ -213,7 +273,8 @@ fs_get_metadata (struct ab_xs_conn_s *x, json_t *params, struct ab_xs_reply_s *o
 		return;
 	if (ab_agent_file_stat (c, path, &st, &err) < 0)
 		return ab_xs_fail_agent (x, out, &err);
-	out->result = metadata (&st);
+	out->result = metadata (
+	        &st, st.type == AB_AGENT_FT_SYMLINK ? link_target (x, path, &st.size) : st.type);
 }
 
 static void
@@ -231,11 +292,17 @@ fs_read_directory (struct ab_xs_conn_s *x, json_t *params, struct ab_xs_reply_s 
 	if (ab_agent_file_list (c, path, &v, &n, &err) < 0)
 		return ab_xs_fail_agent (x, out, &err);
 	entries = json_array ();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new (entries,
-		                       json_pack ("{s:s, s:b, s:b}", "fileName", v[i].name,
-		                                  "isDirectory", v[i].st.type == AB_AGENT_FT_DIR,
-		                                  "isFile", v[i].st.type == AB_AGENT_FT_FILE));
+	for (size_t i = 0, probes = 0; i < n; i++) {
+		ab_agent_file_type t = v[i].st.type;
+		if (t == AB_AGENT_FT_SYMLINK && probes++ < MAX_LINK_PROBES) {
+			cleanup_free char *full = xasprintf ("%s/%s", path, v[i].name);
+			uint64_t size;
+			t = link_target (x, full, &size);
+		}
+		json_array_append_new (entries, json_pack ("{s:s, s:b, s:b}", "fileName", v[i].name,
+		                                           "isDirectory", t == AB_AGENT_FT_DIR,
+		                                           "isFile", t == AB_AGENT_FT_FILE));
+	}
 	ab_agent_dirents_free (v, n);
 	out->result = json_pack ("{s:o}", "entries", entries);
 }

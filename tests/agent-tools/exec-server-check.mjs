@@ -318,6 +318,12 @@ async function sequence(t, base) {
 	await step('metadata dir', 'fs/getMetadata', { path: base + '/x' }, ['isFile', 'isDirectory']);
 	await step('metadata missing', 'fs/getMetadata', { path: base + '/nope' });
 	await step('readDirectory', 'fs/readDirectory', { path: base + '/x' });
+	// symlinks (the test made links/{lf -> ../a.txt, ld -> ../x}): followed for the type
+	await step('metadata of a link to a file', 'fs/getMetadata', { path: base + '/links/lf' }, ['isFile', 'isDirectory', 'isSymlink']);
+	await step('metadata of a link to a dir', 'fs/getMetadata', { path: base + '/links/ld' }, ['isFile', 'isDirectory', 'isSymlink']);
+	const links = await c.call('fs/readDirectory', { path: base + '/links' });
+	out.push(['readDirectory of links', links.result && JSON.stringify(links.result.entries.sort((a, b) => a.fileName.localeCompare(b.fileName)))]);
+	await step('readFile through a link', 'fs/readFile', { path: base + '/links/lf' }, ['dataBase64']);
 	await step('copy', 'fs/copy', { sourcePath: base + '/a.txt', destinationPath: base + '/c.txt', recursive: false });
 	await step('copy dir flat', 'fs/copy', { sourcePath: base + '/x', destinationPath: base + '/x2', recursive: false });
 	await step('copy dir', 'fs/copy', { sourcePath: base + '/x', destinationPath: base + '/x2', recursive: true });

@@ -21,8 +21,13 @@ setup() {
 	WS="$BATS_TEST_TMPDIR/ws"
 	REF="$BATS_TEST_TMPDIR/ref"
 	mkdir -p "$WS" "$REF" "$BATS_TEST_TMPDIR/codex-home"
-	echo hi >"$WS/a.txt"
-	echo hi >"$REF/a.txt"
+	local d
+	for d in "$WS" "$REF"; do
+		echo hi >"$d/a.txt"
+		mkdir "$d/links"
+		ln -s ../a.txt "$d/links/lf"
+		ln -s ../x "$d/links/ld"
+	done
 	# the reference, on the host, its own CODEX_HOME, in its own directory
 	# (setsid execs in place: $! leads the reference's process group)
 	CODEX_HOME="$BATS_TEST_TMPDIR/codex-home" setsid env -C "$REF" "$CODEX" exec-server \
