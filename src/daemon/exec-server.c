@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
@@ -117,11 +118,25 @@ ab_xs_answer (struct ab_xs_conn_s *x, json_t *id, struct ab_xs_reply_s *rep)
 	return ab_xs_send (x, m);
 }
 
+/* After this long unused, the agent connection is pinged before use (and
+ * remade if it went away meanwhile), so a quiet session's next call does
+ * not fail on a stale connection. */
+#define AGENT_IDLE_CHECK_MS 20000
+
 ab_agent_conn_t *
 ab_xs_agent (struct ab_xs_conn_s *x, ab_error_t *err)
 {
+	uint64_t now = ab_mono_ms ();
+	ab_error_t perr = AB_ERROR_INIT;
+
+	if (x->agent && now - x->agent_used_ms > AGENT_IDLE_CHECK_MS
+	    && ab_agent_ping (x->agent, &perr) < 0) {
+		ab_agent_close (x->agent);
+		x->agent = NULL;
+	}
 	if (!x->agent)
 		x->agent = ab_box_connect (x->r->d, x->b, err);
+	x->agent_used_ms = now;
 	return x->agent;
 }
 
@@ -375,6 +390,11 @@ ab_api_exec_server (struct ab_req_s *r)
 	if (!x.b)
 		return;
 	if (ab_api_ws_handshake (r) == 0) {
+		/* A Codex session is quiet while its model thinks: no idle
+		 * timeout on reads (the send timeout still drops a client that
+		 * stopped reading). */
+		setsockopt (r->fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 },
+		            sizeof (struct timeval));
 		pthread_mutex_init (&x.wlock, NULL);
 		pthread_mutex_init (&x.lock, NULL);
 		pthread_cond_init (&x.cond, NULL);

@@ -49,6 +49,7 @@ struct ab_xs_conn_s {
 	struct ab_req_s *r;
 	struct ab_box_s *b;
 	ab_agent_conn_t *agent; /* the connection thread's */
+	uint64_t agent_used_ms; /* its last use (monotonic) */
 	pthread_mutex_t wlock;  /* sends */
 	pthread_mutex_t lock;   /* procs, readers, closing */
 	pthread_cond_t cond;    /* output, exits, readers ending */

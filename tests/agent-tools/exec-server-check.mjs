@@ -251,6 +251,22 @@ async function oversize(t, base) {
 	await sleep(300);
 }
 
+// A quiet session (Codex waiting for its model) stays up: no idle timeout.
+async function idle(t, base) {
+	const c = await connect(t);
+	await c.init();
+	let r = await c.call('process/start', startParams('long', ['sleep', '600'], base));
+	ok(r.result, 'a long process', r);
+	await sleep(Number(process.env.XS_IDLE_MS || 130000));
+	ok(c.closed === null, 'the connection is still open after the quiet time', c.closed);
+	r = await c.call('process/read', { processId: 'long', waitMs: 0 });
+	ok(r.result && !r.result.exited, 'the process still runs', r);
+	r = await c.call('fs/getMetadata', { path: base });
+	ok(r.result && r.result.isDirectory, 'files still served', r);
+	c.end();
+	await sleep(300);
+}
+
 // --- differential ---------------------------------------------------------
 
 // Compatible shapes: the same keys and types; an empty array fits any array.
@@ -356,9 +372,9 @@ async function diff() {
 }
 
 const base = process.env.XS_BASE;
-const fn = { core, bad, foreign, oversize, diff }[scenario];
+const fn = { core, bad, foreign, oversize, idle, diff }[scenario];
 if (!fn) { console.error('unknown scenario ' + scenario); process.exit(2); }
-const timer = setTimeout(() => { console.log('FAIL timeout'); process.exit(1); }, 240000);
+const timer = setTimeout(() => { console.log('FAIL timeout'); process.exit(1); }, 280000);
 await fn(t1, base);
 clearTimeout(timer);
 console.log(failures ? `${failures} FAILED` : 'ALL OK');

@@ -187,3 +187,10 @@ assert_core_effects() {
 	[ "$(api_status /v1/sandboxes/0123456789abcdef/exec-server)" = 404 ]
 	[ "$(api_status "/v1/sandboxes/$ID/exec-server")" = 400 ]
 }
+
+@test "exec-server: a quiet session outlives the daemon's idle timeout (120 s)" {
+	XS_IDLE_MS=130000 XS_BASE=file:///workspace run timeout -k 2 200 node "$CHECK" idle "$EP"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	no_processes_left
+}
