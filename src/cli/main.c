@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/cmd-mcp.h"
+#include "cli/exec-server-cli.h"
 #include "daemon/daemon.h"
 #include "session/agent-config.h"
 
@@ -24,6 +25,8 @@ static const char usage[] =
         "  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
         "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
         "sandbox\n"
+        "  exec-server (--sandbox ID | --create [OPTS]) (--stdio | --listen ws://127.0.0.1:0)   "
+        "the Codex exec-server protocol for a sandbox\n"
         "  mcp [--sandbox ID]               an MCP server on stdio: sandbox tools for MCP "
         "clients\n"
         "  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
@@ -37,11 +40,17 @@ static const struct {
 	const char *name;
 	int (*fn) (int argc, char **argv);
 } daemon_commands[] = {
-	{ "serve", ab_cmd_serve },     { "create", ab_cmd_create },
-	{ "exec", ab_cmd_exec },       { "cp", ab_cmd_cp },
-	{ "ls", ab_cmd_ls },           { "ps", ab_cmd_ps },
-	{ "inspect", ab_cmd_inspect }, { "rm", ab_cmd_rm },
-	{ "port", ab_cmd_port },       { "__create-sandbox", ab_daemon_create_child_main },
+	{ "serve", ab_cmd_serve },
+	{ "create", ab_cmd_create },
+	{ "exec", ab_cmd_exec },
+	{ "cp", ab_cmd_cp },
+	{ "ls", ab_cmd_ls },
+	{ "ps", ab_cmd_ps },
+	{ "inspect", ab_cmd_inspect },
+	{ "rm", ab_cmd_rm },
+	{ "port", ab_cmd_port },
+	{ "__create-sandbox", ab_daemon_create_child_main },
+	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },
 };
 

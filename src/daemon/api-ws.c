@@ -152,8 +152,8 @@ has_token (const char *v, size_t len, const char *tok)
 	return false;
 }
 
-static int
-handshake (struct ab_req_s *r)
+int
+ab_api_ws_handshake (struct ab_req_s *r)
 {
 	size_t ulen = 0, clen = 0, klen = 0, vlen = 0;
 	const char *up = ab_http_io_field (r->io, "upgrade", &ulen);
@@ -257,7 +257,7 @@ ab_api_exec_ws (struct ab_req_s *r)
 	s.b = ab_api_box (r, true);
 	if (!s.b)
 		return;
-	if (handshake (r) == 0) {
+	if (ab_api_ws_handshake (r) == 0) {
 		pthread_mutex_init (&s.wlock, NULL);
 		session (&s);
 		pthread_mutex_destroy (&s.wlock);

@@ -215,6 +215,10 @@ void ab_api_exec_ws (struct ab_req_s *r);
 void ab_api_mcp_post (struct ab_req_s *r);
 void ab_api_mcp_delete (struct ab_req_s *r);
 void ab_api_mcp_get (struct ab_req_s *r);
+/* api-ws.c: answer a WebSocket upgrade (101) or fail the request (400). */
+int ab_api_ws_handshake (struct ab_req_s *r);
+/* exec-server.c: GET /v1/sandboxes/{id}/exec-server (docs/exec-server.md). */
+void ab_api_exec_server (struct ab_req_s *r);
 /* api-port.c: the raw stream (routed) and the /ports/ proxy, which the
  * server dispatches before its own token check (it has its own). */
 void ab_api_port_connect (struct ab_req_s *r);

@@ -20,6 +20,7 @@ static const struct {
 	{ "DELETE", "/v1/sandboxes/*", ab_api_sandbox_delete },
 	{ "POST", "/v1/sandboxes/*/exec", ab_api_exec },
 	{ "GET", "/v1/sandboxes/*/exec/ws", ab_api_exec_ws },
+	{ "GET", "/v1/sandboxes/*/exec-server", ab_api_exec_server },
 	{ "POST", "/v1/sandboxes/*/tcp/*", ab_api_port_connect },
 	{ "GET", "/v1/sandboxes/*/processes", ab_api_proc_list },
 	{ "POST", "/v1/sandboxes/*/processes/*/stdin", ab_api_proc_stdin },

@@ -74,11 +74,13 @@ read_rest (struct ab_http_io_s *io, void *out, size_t n, ab_error_t *err)
 	return r < 0 ? -1 : 0;
 }
 
+/* A message over the size limit is AB_E_LIMIT (close code 1009), every
+ * other violation AB_E_INVALID, so the caller closes with the right code. */
 static int
 protocol_error (ab_error_t *err, uint16_t code)
 {
-	return ab_error (err, 0, AB_E_INVALID, "websocket: protocol error (close code %u)",
-	                 (unsigned)code);
+	return ab_error (err, 0, code == AB_WS_CLOSE_TOO_BIG ? AB_E_LIMIT : AB_E_INVALID,
+	                 "websocket: protocol error (close code %u)", (unsigned)code);
 }
 
 /* One whole frame into *frame (owned; f's payload points into it, unmasked).
@@ -88,6 +90,7 @@ read_frame (struct ab_http_io_s *io, bool want_masked, uint8_t **frame, struct a
             ab_error_t *err)
 {
 	uint8_t head[AB_WS_MAX_HEADER];
+	uint64_t max = io->ws.max_message ? io->ws.max_message : AB_WS_MAX_MESSAGE;
 	uint16_t code = 0;
 	size_t hl;
 	uint8_t *p;
@@ -99,7 +102,7 @@ read_frame (struct ab_http_io_s *io, bool want_masked, uint8_t **frame, struct a
 	if (read_rest (io, head + 2, hl - 2, err) < 0)
 		return -1;
 	/* The size is refused from the header, before the payload is read. */
-	if (ab_ws_decode_header (head, hl, want_masked, AB_WS_MAX_MESSAGE, f, &code) < 0)
+	if (ab_ws_decode_header (head, hl, want_masked, max, f, &code) < 0)
 		return protocol_error (err, code);
 	p = xmalloc (hl + (size_t)f->payload_len + 1);
 	memcpy (p, head, hl);
@@ -107,8 +110,7 @@ read_frame (struct ab_http_io_s *io, bool want_masked, uint8_t **frame, struct a
 		free (p);
 		return -1;
 	}
-	ab_ws_decode_frame (p, hl + (size_t)f->payload_len, want_masked, AB_WS_MAX_MESSAGE, f,
-	                    &code);
+	ab_ws_decode_frame (p, hl + (size_t)f->payload_len, want_masked, max, f, &code);
 	*frame = p;
 	return 1;
 }

@@ -15,7 +15,9 @@
 #include "net/http-io.h"
 #include "net/websocket.h"
 
-/* Messages larger than this are refused (close code 1009). */
+/* Messages larger than this are refused (close code 1009, AB_E_LIMIT)
+ * unless io->ws was set up with another limit (ab_ws_assembler_init)
+ * before the first ab_ws_recv. */
 #define AB_WS_MAX_MESSAGE (1U << 20)
 
 /* Binary messages of an exec session start with one byte naming the stream. */
@@ -34,7 +36,8 @@ struct ab_ws_msg_s {
  * is returned on its own and the message goes on in the next call), read
  * through io's buffer (bytes that followed the upgrade's head are in it).
  * want_masked: a server requires masked frames, a client unmasked ones.
- * 1 = a message, 0 = EOF, -1 = error (a protocol error is AB_E_INVALID). */
+ * 1 = a message, 0 = EOF, -1 = error (a protocol error is AB_E_INVALID, a
+ * message over the limit AB_E_LIMIT). */
 int ab_ws_recv (struct ab_http_io_s *io, bool want_masked, struct ab_ws_msg_s *m, ab_error_t *err);
 
 #endif

@@ -251,7 +251,7 @@ test_ws_recv_refused (void **state)
 		ab_error_kind kind;
 	} refused[] = {
 		{ unmasked, sizeof unmasked, AB_E_INVALID },
-		{ too_big, sizeof too_big, AB_E_INVALID },
+		{ too_big, sizeof too_big, AB_E_LIMIT }, /* close code 1009 */
 		{ short_frame, sizeof short_frame, AB_E_SYSTEM },
 	};
 
