@@ -377,8 +377,11 @@ ab_xs_proc_start (struct ab_xs_conn_s *x, json_t *params, struct ab_xs_reply_s *
 		return;
 	}
 	ab_metrics_inc ("exec_server_processes");
-	out->result = json_pack ("{s:s, s:s+}", "processId", id, "sandboxType", "agentbox-",
-	                         x->b->backend);
+	/* Codex 0.171 knows only its own sandboxes' names here (none,
+	 * linuxSeccomp, ...) and fails exec_command on any other value; "none"
+	 * is the truth for Codex: it applied none of its own.  The wall that
+	 * does apply is the sandbox's backend (environmentInfo says which). */
+	out->result = json_pack ("{s:s, s:s}", "processId", id, "sandboxType", "none");
 }
 
 /* --- process/read ------------------------------------------------------ */

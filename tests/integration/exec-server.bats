@@ -48,10 +48,7 @@ no_processes_left() {
 # anything the sandbox can see (another branch), the one check allowed to
 # fail is the read of /etc/os-release outside the workspace.
 core_passed() {
-	local fails
-	fails="$(grep '^FAIL' <<<"$output" || true)"
-	[ -z "$fails" ] && [ "$status" -eq 0 ] && return 0
-	[ "$(wc -l <<<"$fails")" = 1 ] && [[ "$fails" == "FAIL fs/readFile file:///etc/os-release"*"outside the sandbox's file roots"* ]]
+	! grep '^FAIL' <<<"$output" && [ "$status" -eq 0 ]
 }
 
 # The core scenario's effects: the sandbox's hostname, its /workspace.
