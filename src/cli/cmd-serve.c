@@ -24,6 +24,7 @@ enum {
 	OPT_MAX_BODY,
 	OPT_MAX_UPLOAD,
 	OPT_OUTPUT_CAP,
+	OPT_IDLE_TIMEOUT,
 };
 
 static const struct option serve_options[] = {
@@ -38,6 +39,7 @@ static const struct option serve_options[] = {
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 	{ "max-upload", required_argument, NULL, OPT_MAX_UPLOAD },
 	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -54,7 +56,9 @@ static const char serve_usage[] =
         "  --listen-non-loopback  allow --listen on a non-loopback address (dangerous)\n"
         "  --max-sandboxes N (1024)  --max-execs N per sandbox (64)  --max-connections N (1024)\n"
         "  --max-body SIZE (1m)   --max-upload SIZE (8g, 0 = none)  --output-cap SIZE (1m, "
-        "\"wait\": true)\n";
+        "\"wait\": true)\n"
+        "  --idle-timeout DURATION  close a keep-alive connection idle this long, or a head\n"
+        "                         not complete by then (120s)\n";
 
 static int
 count (const char *arg, const char *what, unsigned *out, ab_error_t *err)
@@ -100,6 +104,13 @@ apply (struct ab_daemon_config_s *c, int opt, const char *arg, ab_error_t *err)
 	case OPT_MAX_EXECS: return count (arg, "--max-execs", &c->max_execs, err);
 	case OPT_MAX_CONNECTIONS: return count (arg, "--max-connections", &c->max_connections, err);
 	case OPT_MAX_UPLOAD: return size_opt (arg, "--max-upload", &c->max_upload, err);
+	case OPT_IDLE_TIMEOUT:
+		if (ab_parse_duration (arg, &c->idle_timeout_ms, err) < 0
+		    || c->idle_timeout_ms == 0)
+			return err->kind ? ab_error_wrap (err, "--idle-timeout")
+			                 : ab_error (err, 0, AB_E_INVALID,
+			                             "--idle-timeout must be > 0");
+		return 0;
 	case OPT_MAX_BODY:
 		if (size_opt (arg, "--max-body", &v, err) < 0 || v == 0)
 			return err->kind

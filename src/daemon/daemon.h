@@ -19,9 +19,10 @@ struct ab_daemon_config_s {
 	unsigned max_execs; /* concurrent exec streams per sandbox */
 	unsigned max_connections;
 	size_t max_head;
-	size_t max_body;     /* JSON bodies */
-	uint64_t max_upload; /* file uploads, 0 = no limit */
-	size_t output_cap;   /* per stream, "wait": true */
+	size_t max_body;          /* JSON bodies */
+	uint64_t max_upload;      /* file uploads, 0 = no limit */
+	size_t output_cap;        /* per stream, "wait": true */
+	uint64_t idle_timeout_ms; /* a keep-alive connection with nothing to say, and a head */
 };
 
 /* Defaults: /run/agentbox/agentbox.sock and /var/lib/agentbox for root,

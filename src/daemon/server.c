@@ -31,7 +31,6 @@
 #include "net/http-server.h"
 #include "policy/hostname.h"
 
-#define IDLE_TIMEOUT_S 120  /* a keep-alive connection with nothing to say */
 #define SEND_TIMEOUT_S 600  /* a client that reads nothing for this long is dropped */
 #define LINGER_MS      2000 /* after a closing answer (net/http-server.h) */
 #define THREAD_STACK   (1 << 20)
@@ -51,6 +50,7 @@ ab_daemon_config_init (struct ab_daemon_config_s *c)
 	c->max_body = 1 << 20;
 	c->max_upload = 8ULL << 30;
 	c->output_cap = 1 << 20;
+	c->idle_timeout_ms = 120000;
 }
 
 void
@@ -362,8 +362,8 @@ start_server (struct ab_daemon_s *d, int *ufd, int *tfd, ab_error_t *err)
 	const struct ab_http_server_config_s hc = {
 		.max_conns = d->cfg->max_connections,
 		.max_head = d->cfg->max_head,
-		.idle_timeout_ms = IDLE_TIMEOUT_S * 1000,
-		.head_timeout_ms = IDLE_TIMEOUT_S * 1000,
+		.idle_timeout_ms = d->cfg->idle_timeout_ms,
+		.head_timeout_ms = d->cfg->idle_timeout_ms,
 		.send_timeout_ms = SEND_TIMEOUT_S * 1000,
 		.linger_ms = LINGER_MS,
 		.thread_stack = THREAD_STACK,
