@@ -1,6 +1,8 @@
 #include "base/parse.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -139,5 +141,23 @@ ab_parse_cpus (const char *s, uint64_t *out_millis, ab_error_t *err)
 		return ab_error (err, 0, AB_E_INVALID, "CPU count '%s' is out of range (0, 1024]",
 		                 s);
 	*out_millis = milli;
+	return 0;
+}
+
+int
+ab_parse_mode (const char *s, uint32_t *mode, ab_error_t *err)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s) {
+		*mode = 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtoul (s, &end, 8);
+	if (!*s || *end || errno || v > 07777 || !isdigit ((unsigned char)*s))
+		return ab_error (err, 0, AB_E_INVALID, "mode '%s' must be octal, at most 7777", s);
+	*mode = (uint32_t)v;
 	return 0;
 }

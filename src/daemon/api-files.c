@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/parse.h"
 #include "base/xalloc.h"
 
 #define UPLOAD_CHUNK (256 * 1024)
@@ -197,22 +198,6 @@ ul_source (void *ctx, void *buf, size_t cap, ab_error_t *err)
 	return n;
 }
 
-static int
-parse_mode (const char *s, uint32_t *mode, ab_error_t *err)
-{
-	char *end;
-	unsigned long v;
-
-	*mode = 0;
-	if (!s)
-		return 0;
-	v = strtoul (s, &end, 8);
-	if (!*s || *end || v > 07777)
-		return ab_error (err, 0, AB_E_INVALID, "mode '%s' must be octal, at most 7777", s);
-	*mode = (uint32_t)v;
-	return 0;
-}
-
 void
 ab_api_files_put (struct ab_req_s *r)
 {
@@ -227,7 +212,7 @@ ab_api_files_put (struct ab_req_s *r)
 	if (files_open (r, &f, "path") < 0)
 		return;
 	mode_s = ab_req_query (r, "mode", &err);
-	rc = err.kind ? -1 : parse_mode (mode_s, &mode, &err);
+	rc = err.kind ? -1 : ab_parse_mode (mode_s, &mode, &err);
 	if (rc == 0 && u.max && r->io->body == AB_HTTP_BODY_LENGTH
 	    && r->io->head.content_length > u.max)
 		rc = ab_error (&err, E2BIG, AB_E_LIMIT,
@@ -277,7 +262,7 @@ ab_api_files_mkdir (struct ab_req_s *r)
 	               < 0)
 		rc = ab_error (&err, 0, AB_E_INVALID, "mkdir request: %s", je.text);
 	if (rc == 0)
-		rc = parse_mode (mode_s, &mode, &err);
+		rc = ab_parse_mode (mode_s, &mode, &err);
 	if (rc == 0)
 		rc = ab_agent_file_mkdir (f.c, path, mode, &err);
 	json_decref (req);

@@ -13,6 +13,7 @@
 
 #include "base/base64.h"
 #include "base/cleanup.h"
+#include "base/parse.h"
 #include "base/xalloc.h"
 #include "net/websocket.h"
 
@@ -178,22 +179,6 @@ src_read (void *ctx, void *buf, size_t cap, ab_error_t *err)
 	return (ssize_t)n;
 }
 
-static int
-parse_mode (const char *s, uint32_t *mode, ab_error_t *err)
-{
-	char *end;
-	unsigned long v;
-
-	*mode = 0;
-	if (!s)
-		return 0;
-	v = strtoul (s, &end, 8);
-	if (!*s || *end || v > 07777)
-		return ab_error (err, 0, AB_E_INVALID, "'mode' %s must be octal, at most 7777", s);
-	*mode = (uint32_t)v;
-	return 0;
-}
-
 /* mkdir -p of path's parent (a relative path's parent is under the workspace). */
 static int
 make_parent (ab_agent_conn_t *c, const char *path, ab_error_t *err)
@@ -224,7 +209,7 @@ ab_mcp_tool_write_file (struct ab_mcp_call_s *call, ab_error_t *err)
 	            "content", &content, &clen, "encoding", &enc, "mode", &mode_s, "create_dirs",
 	            &dirs)
 	            < 0
-	    || parse_mode (mode_s, &mode, err) < 0)
+	    || ab_parse_mode (mode_s, &mode, err) < 0)
 		return NULL;
 	if (strcmp (enc, "base64") == 0) {
 		if (ab_base64_decode (content, clen, &bytes, &len) < 0)

@@ -196,6 +196,37 @@ test_cpus (void **state)
 	}
 }
 
+static const struct case_s modes[] = {
+	{ "644", 1, 0644 },
+	{ "0755", 1, 0755 },
+	{ "7777", 1, 07777 },
+	{ "0", 1, 0 },
+	{ "10000", 0, 0 },
+	{ "8", 0, 0 },
+	{ "-1", 0, 0 },
+	{ "+644", 0, 0 },
+	{ " 644", 0, 0 },
+	{ "644 ", 0, 0 },
+	{ "", 0, 0 },
+	{ "0x1ff", 0, 0 },
+	{ "99999999999999999999999", 0, 0 },
+};
+
+static void
+test_mode (void **state)
+{
+	uint32_t got;
+
+	for (size_t i = 0; i < N (modes); i++) {
+		ab_error_t err = AB_ERROR_INIT;
+		got = 0xdead;
+		int r = ab_parse_mode (modes[i].in, &got, &err);
+		check_case ("ab_parse_mode", &modes[i], r, got == 0xdead ? BAD : got, &err);
+	}
+	assert_int_equal (ab_parse_mode (NULL, &got, NULL), 0);
+	assert_int_equal (got, 0);
+}
+
 /* The message names the input, so the CLI's one line says what was wrong. */
 static void
 test_messages_name_the_input (void **state)
@@ -218,11 +249,9 @@ int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_size),
-		cmocka_unit_test (test_duration),
-		cmocka_unit_test (test_uint),
-		cmocka_unit_test (test_cpus),
-		cmocka_unit_test (test_messages_name_the_input),
+		cmocka_unit_test (test_size), cmocka_unit_test (test_duration),
+		cmocka_unit_test (test_uint), cmocka_unit_test (test_cpus),
+		cmocka_unit_test (test_mode), cmocka_unit_test (test_messages_name_the_input),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
