@@ -12,6 +12,7 @@
 #include "base/unix-socket.h"
 #include "base/xalloc.h"
 #include "daemon/daemon.h"
+#include "net/websocket.h"
 
 #define MAX_RESPONSE_JSON (64 << 20)
 
@@ -135,6 +136,35 @@ ab_client_fail (struct ab_client_s *c, ab_error_t *err)
 	ab_error (err, 0, kind_of (code, c->status), "%s", msg ? msg : body);
 	json_decref (j);
 	return -1;
+}
+
+int
+ab_client_ws_open (struct ab_client_s *c, const char *host, const char *path, size_t max_message,
+                   ab_error_t *err)
+{
+	char key[AB_WS_KEY_LEN + 1], want[AB_WS_ACCEPT_LEN + 1];
+	cleanup_free char *extra = NULL;
+	const char *accept;
+	size_t alen;
+
+	if (ab_client_open (c, host, err) < 0)
+		return -1;
+	if (ab_ws_make_key (key) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "getrandom");
+	extra = xasprintf ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+	                   "Sec-WebSocket-Version: 13\r\n",
+	                   key);
+	if (ab_client_send (c, "GET", path, NULL, NULL, -2, extra, err) < 0
+	    || ab_client_head (c, err) < 0)
+		return -1;
+	if (c->status != 101)
+		return ab_client_fail (c, err);
+	ab_ws_accept_key (key, strlen (key), want);
+	accept = ab_http_io_field (&c->io, "sec-websocket-accept", &alen);
+	if (!accept || alen != strlen (want) || memcmp (accept, want, alen) != 0)
+		return ab_error (err, 0, AB_E_SYSTEM, "the daemon's WebSocket handshake is wrong");
+	ab_ws_assembler_init (&c->io.ws, max_message);
+	return 0;
 }
 
 json_t *

@@ -44,6 +44,11 @@ int ab_client_send (struct ab_client_s *c, const char *method, const char *path,
                     const char *extra_headers, ab_error_t *err);
 /* Read the response head; c->status is set. */
 int ab_client_head (struct ab_client_s *c, ab_error_t *err);
+/* A WebSocket upgrade of GET path on a new connection (c is opened, also
+ * on failure: ab_client_close it); messages from the daemon are limited to
+ * max_message bytes (0: daemon/websocket.h's AB_WS_MAX_MESSAGE). */
+int ab_client_ws_open (struct ab_client_s *c, const char *host_opt, const char *path,
+                       size_t max_message, ab_error_t *err);
 /* A >= 400 response's JSON error as an ab_error (kind from its code). */
 int ab_client_fail (struct ab_client_s *c, ab_error_t *err);
 

@@ -30,33 +30,6 @@ static const char usage[] = "exec-server (--sandbox ID | --create [create option
                             "[--listen-non-loopback]) [--host SOCKET]";
 
 int
-ab_client_ws_open (struct ab_client_s *c, const char *host, const char *path, ab_error_t *err)
-{
-	char key[AB_WS_KEY_LEN + 1], want[AB_WS_ACCEPT_LEN + 1];
-	cleanup_free char *extra = NULL;
-	const char *accept;
-	size_t alen;
-
-	if (ab_ws_make_key (key) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "getrandom");
-	extra = xasprintf ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-	                   "Sec-WebSocket-Version: 13\r\n",
-	                   key);
-	if (ab_client_open (c, host, err) < 0
-	    || ab_client_send (c, "GET", path, NULL, NULL, -2, extra, err) < 0
-	    || ab_client_head (c, err) < 0)
-		return -1;
-	if (c->status != 101)
-		return ab_client_fail (c, err);
-	ab_ws_accept_key (key, strlen (key), want);
-	accept = ab_http_io_field (&c->io, "sec-websocket-accept", &alen);
-	if (!accept || alen != strlen (want) || memcmp (accept, want, alen) != 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "the daemon's WebSocket handshake is wrong");
-	ab_ws_assembler_init (&c->io.ws, AB_XS_CLI_MAX_MESSAGE);
-	return 0;
-}
-
-int
 ab_xs_cli_daemon_recv (struct ab_client_s *d, char **text, size_t *len, ab_error_t *err)
 {
 	for (;;) {
@@ -251,7 +224,7 @@ serve_stdio (const struct ab_xs_cli_s *o, ab_error_t *err)
 	if (!id)
 		return -1;
 	path = xasprintf ("/v1/sandboxes/%s/exec-server", id);
-	if (ab_client_ws_open (&d, o->host, path, err) == 0)
+	if (ab_client_ws_open (&d, o->host, path, AB_XS_CLI_MAX_MESSAGE, err) == 0)
 		rc = stdio_relay (&d, err);
 	ab_client_close (&d);
 	ab_xs_cli_end (o, id, made);

@@ -241,33 +241,6 @@ on_winch (int sig)
 }
 
 static int
-ws_open (struct ab_client_s *c, const struct exec_opts_s *o, ab_error_t *err)
-{
-	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/exec/ws", o->id);
-	cleanup_free char *extra = NULL;
-	char key[AB_WS_KEY_LEN + 1], want[AB_WS_ACCEPT_LEN + 1];
-	size_t alen;
-	const char *accept;
-
-	if (ab_ws_make_key (key) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "getrandom");
-	extra = xasprintf ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-	                   "Sec-WebSocket-Version: 13\r\n",
-	                   key);
-	if (ab_client_open (c, o->host, err) < 0
-	    || ab_client_send (c, "GET", path, NULL, NULL, -2, extra, err) < 0
-	    || ab_client_head (c, err) < 0)
-		return -1;
-	if (c->status != 101)
-		return ab_client_fail (c, err);
-	ab_ws_accept_key (key, strlen (key), want);
-	accept = ab_http_io_field (&c->io, "sec-websocket-accept", &alen);
-	if (!accept || alen != strlen (want) || memcmp (accept, want, alen) != 0)
-		return ab_error (err, 0, AB_E_SYSTEM, "the daemon's WebSocket handshake is wrong");
-	return 0;
-}
-
-static int
 send_json (int fd, json_t *j)
 {
 	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
@@ -363,6 +336,7 @@ static int
 exec_ws (const struct exec_opts_s *o, ab_error_t *err)
 {
 	struct ab_client_s c;
+	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/exec/ws", o->id);
 	struct termios saved, raw;
 	bool raw_mode = o->tty && isatty (STDIN_FILENO) && tcgetattr (STDIN_FILENO, &saved) == 0;
 	struct winsize ws;
@@ -376,7 +350,8 @@ exec_ws (const struct exec_opts_s *o, ab_error_t *err)
 	}
 	if (pipe2 (winch_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
-	if (ws_open (&c, o, err) == 0 && send_json (c.fd, json_incref (o->req)) == 0) {
+	if (ab_client_ws_open (&c, o->host, path, 0, err) == 0
+	    && send_json (c.fd, json_incref (o->req)) == 0) {
 		if (raw_mode) {
 			raw = saved;
 			cfmakeraw (&raw);

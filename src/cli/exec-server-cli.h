@@ -26,9 +26,6 @@ struct ab_xs_cli_s {
 
 int ab_cmd_exec_server (int argc, char **argv);
 
-/* A WebSocket upgrade of GET path on the daemon's socket (c is opened). */
-int ab_client_ws_open (struct ab_client_s *c, const char *host, const char *path, ab_error_t *err);
-
 /* The sandbox of one client connection: --sandbox's, or a new one with
  * --create (*made set); ab_xs_cli_end removes a made one unless --keep. */
 char *ab_xs_cli_begin (const struct ab_xs_cli_s *o, bool *made, ab_error_t *err);

@@ -1,34 +1,45 @@
-/* `agentbox exec-server --listen ws://HOST:PORT`: a WebSocket listener
- * (blocking, a thread per connection, the daemon's server model) whose
- * credential is a random path segment (printed once, in the URL) or,
- * with --token-file, `Authorization: Bearer TOKEN`, both compared as
- * SHA-256 digests in constant time.  Each accepted connection is relayed,
- * message by message, to the daemon's exec-server endpoint. */
-#include <arpa/inet.h>
+/* `agentbox exec-server --listen ws://HOST:PORT`: a WebSocket listener, a
+ * user of the one HTTP server (net/http-server.h: a thread per
+ * connection, the connection limit, timeouts, linger).  Its request hook
+ * checks the credential, a random path segment (printed once, in the URL)
+ * or, with --token-file, `Authorization: Bearer TOKEN`, both compared as
+ * SHA-256 digests in constant time; then the Origin; then it answers the
+ * upgrade and relays the connection, message by message, to the daemon's
+ * exec-server endpoint. */
 #include <errno.h>
-#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <sys/socket.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "cli/exec-server-cli.h"
 #include "daemon/websocket.h"
+#include "net/http-server.h"
+#include "net/http-status.h"
+#include "net/listener.h"
 #include "policy/hostname.h"
 
 #define MAX_CONNS    64
 #define MAX_HEAD     (16U << 10)
 #define MAX_TOKEN    4096
 #define CLIENT_FRAME (100U << 20)
+/* A request head must have arrived this long after the connection. */
+#define HEAD_TIMEOUT_MS (30 * 1000)
+/* One read (of a head, or of a frame begun) waiting longer ends the
+ * connection; a quiet session between messages waits in poll, unbounded. */
+#define IDLE_TIMEOUT_MS (120 * 1000)
+#define SEND_TIMEOUT_MS (600 * 1000) /* a client that reads nothing this long */
+#define LINGER_MS       2000         /* after a closing answer (net/http-server.h) */
 
 struct listener_s {
 	const struct ab_xs_cli_s *o;
@@ -36,13 +47,6 @@ struct listener_s {
 	uint8_t secret_digest[32];
 	bool has_token;
 	uint8_t token_digest[32];
-	pthread_mutex_t lock;
-	unsigned n_conns;
-};
-
-struct conn_s {
-	struct listener_s *l;
-	int fd;
 };
 
 static void
@@ -60,13 +64,14 @@ same (const void *p, size_t n, const uint8_t want[32])
 	return CRYPTO_memcmp (d, want, 32) == 0;
 }
 
+/* A refusal: an empty answer, then the server lingers and closes. */
 static void
-refuse (int fd, int status, const char *reason)
+answer (int fd, int status)
 {
 	char head[256];
 	int n = snprintf (head, sizeof head,
 	                  "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-	                  status, reason);
+	                  status, ab_http_status_text (status));
 	ab_http_write (fd, head, (size_t)n);
 }
 
@@ -103,19 +108,26 @@ origin_ok (struct ab_http_io_s *io)
 	return false;
 }
 
-static int
-upgrade (struct ab_http_io_s *io)
+/* A WebSocket upgrade request (RFC 6455 4.2.1), without a body. */
+static bool
+is_upgrade (struct ab_http_io_s *io)
 {
 	size_t kl = 0, vl = 0;
 	const char *key = ab_http_io_field (io, "sec-websocket-key", &kl);
 	const char *ver = ab_http_io_field (io, "sec-websocket-version", &vl);
+
+	return key && kl == AB_WS_KEY_LEN && ver && vl == 2 && memcmp (ver, "13", 2) == 0
+	       && io->head.method_len == 3 && memcmp (io->head.method, "GET", 3) == 0
+	       && io->head.body == AB_HTTP_BODY_NONE;
+}
+
+static int
+answer_upgrade (struct ab_http_io_s *io)
+{
+	size_t kl = 0;
+	const char *key = ab_http_io_field (io, "sec-websocket-key", &kl);
 	char accept[AB_WS_ACCEPT_LEN + 1], head[256];
 
-	if (!key || kl != AB_WS_KEY_LEN || !ver || vl != 2 || memcmp (ver, "13", 2) != 0
-	    || io->head.method_len != 3 || memcmp (io->head.method, "GET", 3) != 0) {
-		refuse (io->fd, 400, "Bad Request");
-		return -1;
-	}
 	ab_ws_accept_key (key, kl, accept);
 	snprintf (
 	        head, sizeof head,
@@ -125,15 +137,18 @@ upgrade (struct ab_http_io_s *io)
 	return ab_http_write (io->fd, head, strlen (head));
 }
 
-static void
+/* Our close frame sent: linger for the client's (CLOSE). */
+static ab_http_next
 close_client (int fd, uint16_t code)
 {
 	uint8_t p[2] = { (uint8_t)(code >> 8), (uint8_t)code };
-	ab_ws_send (fd, AB_WS_OP_CLOSE, p, 2, false);
+
+	return ab_ws_send (fd, AB_WS_OP_CLOSE, p, 2, false) < 0 ? AB_HTTP_DROP : AB_HTTP_CLOSE;
 }
 
-/* Whole messages both ways until either side ends. */
-static void
+/* Whole messages both ways until either side ends: CLOSE once our close
+ * frame is out, DROP when the client went away. */
+static ab_http_next
 relay (struct ab_http_io_s *cio, struct ab_client_s *d)
 {
 	ab_error_t err = AB_ERROR_INIT;
@@ -146,7 +161,7 @@ relay (struct ab_http_io_s *cio, struct ab_client_s *d)
 			if (poll (p, 2, -1) < 0) {
 				if (errno == EINTR)
 					continue;
-				return;
+				return AB_HTTP_DROP;
 			}
 			cready = p[0].revents != 0;
 			dready = p[1].revents != 0;
@@ -155,87 +170,98 @@ relay (struct ab_http_io_s *cio, struct ab_client_s *d)
 			char *text;
 			size_t n;
 			int r = ab_xs_cli_daemon_recv (d, &text, &n, &err);
-			if (r <= 0) {
-				close_client (cio->fd, AB_WS_CLOSE_NORMAL);
-				return;
-			}
+			if (r <= 0)
+				return close_client (cio->fd, AB_WS_CLOSE_NORMAL);
 			r = ab_ws_send (cio->fd, AB_WS_OP_TEXT, text, n, false);
 			free (text);
 			if (r < 0)
-				return;
+				return AB_HTTP_DROP;
 		}
 		if (cready) {
 			struct ab_ws_msg_s m;
 			int r = ab_ws_recv (cio, true, &m, &err);
-			if (r <= 0) {
-				if (r < 0)
-					close_client (cio->fd, err.kind == AB_E_LIMIT
-					                               ? AB_WS_CLOSE_TOO_BIG
-					                               : AB_WS_CLOSE_PROTOCOL);
-				return;
-			}
+			if (r == 0)
+				return AB_HTTP_DROP;
+			if (r < 0)
+				return close_client (cio->fd, err.kind == AB_E_LIMIT
+				                                      ? AB_WS_CLOSE_TOO_BIG
+				                                      : AB_WS_CLOSE_PROTOCOL);
 			if (m.opcode == AB_WS_OP_PING)
-				ab_ws_send (cio->fd, AB_WS_OP_PONG, m.data, m.len, false);
+				r = ab_ws_send (cio->fd, AB_WS_OP_PONG, m.data, m.len, false);
 			else if (m.opcode == AB_WS_OP_TEXT || m.opcode == AB_WS_OP_BINARY)
 				r = ab_ws_send (d->fd, AB_WS_OP_TEXT, m.data, m.len, true);
 			free (m.data);
-			if (m.opcode == AB_WS_OP_CLOSE) {
-				close_client (cio->fd, AB_WS_CLOSE_NORMAL);
-				return;
-			}
+			if (m.opcode == AB_WS_OP_CLOSE)
+				return close_client (cio->fd, AB_WS_CLOSE_NORMAL);
 			if (r < 0)
-				return;
+				return AB_HTTP_DROP;
 		}
 	}
+}
+
+/* The upgraded connection: its sandbox (--sandbox's or a new one), the
+ * daemon's endpoint, the relay between them. */
+static ab_http_next
+session (struct listener_s *l, struct ab_http_io_s *io)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_client_s d = { .fd = -1 };
+	ab_http_next next;
+	bool made;
+	cleanup_free char *id = ab_xs_cli_begin (l->o, &made, &err);
+	cleanup_free char *path = id ? xasprintf ("/v1/sandboxes/%s/exec-server", id) : NULL;
+
+	ab_ws_assembler_init (&io->ws, CLIENT_FRAME);
+	if (id && ab_client_ws_open (&d, l->o->host, path, AB_XS_CLI_MAX_MESSAGE, &err) == 0)
+		next = relay (io, &d);
+	else {
+		fprintf (stderr, "agentbox exec-server: %s\n", err.msg);
+		next = close_client (io->fd, 1011); /* internal error */
+	}
+	ab_client_close (&d);
+	ab_xs_cli_end (l->o, id, made);
+	return next;
+}
+
+/* ---- the hooks on net/http-server.h ------------------------------------- */
+
+static void
+on_refuse (void *ctx, int fd, const char *why)
+{
+	answer (fd, 503);
 }
 
 static void
-serve_conn (struct listener_s *l, int fd)
+on_head_error (void *ctx, struct ab_http_conn_s *c, const struct ab_http_error_s *e)
 {
-	struct ab_http_io_s io;
-	struct ab_http_error_s he = { 0 };
-	ab_error_t err = AB_ERROR_INIT;
-
-	ab_http_io_init (&io, fd, MAX_HEAD);
-	if (ab_http_io_read_request (&io, &he) <= 0)
-		;
-	else if (!authorised (l, &io))
-		refuse (fd, 401, "Unauthorized");
-	else if (!origin_ok (&io))
-		refuse (fd, 403, "Forbidden");
-	else if (upgrade (&io) == 0) {
-		struct ab_client_s d = { .fd = -1 };
-		bool made;
-		cleanup_free char *id = ab_xs_cli_begin (l->o, &made, &err);
-		cleanup_free char *path =
-		        id ? xasprintf ("/v1/sandboxes/%s/exec-server", id) : NULL;
-		ab_ws_assembler_init (&io.ws, CLIENT_FRAME);
-		if (id && ab_client_ws_open (&d, l->o->host, path, &err) == 0)
-			relay (&io, &d);
-		else {
-			fprintf (stderr, "agentbox exec-server: %s\n", err.msg);
-			close_client (fd, 1011); /* internal error */
-		}
-		ab_client_close (&d);
-		ab_xs_cli_end (l->o, id, made);
-	}
-	ab_http_io_free (&io);
+	answer (c->fd, e->status);
 }
 
-static void *
-conn_main (void *arg)
+/* One request per connection: refused (CLOSE), or upgraded and relayed. */
+static ab_http_next
+on_request (void *ctx, struct ab_http_conn_s *c)
 {
-	struct conn_s *c = arg;
-	struct listener_s *l = c->l;
+	struct listener_s *l = ctx;
+	struct ab_http_io_s *io = &c->io;
 
-	serve_conn (l, c->fd);
-	close (c->fd);
-	free (c);
-	pthread_mutex_lock (&l->lock);
-	l->n_conns--;
-	pthread_mutex_unlock (&l->lock);
-	return NULL;
+	if (!authorised (l, io))
+		answer (c->fd, 401);
+	else if (!origin_ok (io))
+		answer (c->fd, 403);
+	else if (!is_upgrade (io))
+		answer (c->fd, 400);
+	else if (answer_upgrade (io) < 0)
+		return AB_HTTP_DROP;
+	else
+		return session (l, io);
+	return AB_HTTP_CLOSE;
 }
+
+static const struct ab_http_server_ops_s listen_ops = {
+	.refuse = on_refuse,
+	.head_error = on_head_error,
+	.request = on_request,
+};
 
 static int
 load_token (struct listener_s *l, const char *path, ab_error_t *err)
@@ -258,13 +284,15 @@ load_token (struct listener_s *l, const char *path, ab_error_t *err)
 	return 0;
 }
 
-/* ws://HOST:PORT[/] with an IP literal host. */
+/* ws://HOST:PORT[/] with an IP literal host, loopback unless
+ * --listen-non-loopback; bound is the address as bound (port 0 chosen). */
 static int
-bind_listen (const struct ab_xs_cli_s *o, struct sockaddr_storage *ss, socklen_t *len,
-             ab_error_t *err)
+bind_listen (const struct ab_xs_cli_s *o, char *bound, size_t bound_len, ab_error_t *err)
 {
+	static const uint8_t v6_loopback[16] = { [15] = 1 };
 	struct ab_hostport_s hp;
 	cleanup_free char *hostport = NULL;
+	char port[8];
 	bool loopback;
 	int fd;
 
@@ -274,22 +302,11 @@ bind_listen (const struct ab_xs_cli_s *o, struct sockaddr_storage *ss, socklen_t
 	hostport = xstrndup (o->listen + 5, strcspn (o->listen + 5, "/"));
 	if (ab_listen_parse (hostport, NULL, &hp, err) < 0)
 		return ab_error_wrap (err, "--listen %s", o->listen);
-	memset (ss, 0, sizeof *ss);
-	if (hp.kind == AB_HOST_IPV4) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons (hp.port);
-		memcpy (&s4->sin_addr, hp.addr.bytes, 4);
-		*len = sizeof *s4;
+	if (hp.kind == AB_HOST_IPV4)
 		loopback = hp.addr.bytes[0] == 127;
-	} else if (hp.kind == AB_HOST_IPV6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons (hp.port);
-		memcpy (&s6->sin6_addr, hp.addr.bytes, 16);
-		*len = sizeof *s6;
-		loopback = IN6_IS_ADDR_LOOPBACK (&s6->sin6_addr);
-	} else
+	else if (hp.kind == AB_HOST_IPV6)
+		loopback = memcmp (hp.addr.bytes, v6_loopback, 16) == 0;
+	else
 		return ab_error (err, 0, AB_E_INVALID, "--listen %s: an IPv4 or [IPv6] literal",
 		                 o->listen);
 	if (!loopback && !o->non_loopback)
@@ -301,47 +318,49 @@ bind_listen (const struct ab_xs_cli_s *o, struct sockaddr_storage *ss, socklen_t
 	if (!loopback)
 		fprintf (stderr, "agentbox exec-server: warning: listening on %s, not loopback\n",
 		         o->listen);
-	fd = socket (ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof (int)) < 0
-	    || bind (fd, (struct sockaddr *)ss, *len) < 0 || listen (fd, 64) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close (fd);
-		return ab_error (err, e, AB_E_SYSTEM, "--listen %s", o->listen);
-	}
-	*len = sizeof *ss;
-	getsockname (fd, (struct sockaddr *)ss, len);
+	snprintf (port, sizeof port, "%u", (unsigned)hp.port);
+	fd = ab_tcp_listen (hp.host, port, bound, bound_len, err);
+	if (fd < 0)
+		return ab_error_wrap (err, "--listen %s", o->listen);
 	return fd;
 }
 
-static void
-print_url (const struct sockaddr_storage *ss, const char *secret)
+/* SIGINT and SIGTERM blocked (before any connection thread starts, so in
+ * all of them) and read from a signalfd: the server's stop. */
+static int
+stop_signals (sigset_t *set, ab_error_t *err)
 {
-	char host[INET6_ADDRSTRLEN];
-	unsigned port;
+	int fd;
 
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-		inet_ntop (AF_INET, &s4->sin_addr, host, sizeof host);
-		port = ntohs (s4->sin_port);
-		printf ("ws://%s:%u/%s\n", host, port, secret);
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-		inet_ntop (AF_INET6, &s6->sin6_addr, host, sizeof host);
-		port = ntohs (s6->sin6_port);
-		printf ("ws://[%s]:%u/%s\n", host, port, secret);
-	}
-	fflush (stdout);
+	sigemptyset (set);
+	sigaddset (set, SIGINT);
+	sigaddset (set, SIGTERM);
+	if (pthread_sigmask (SIG_BLOCK, set, NULL) != 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "block signals");
+	fd = signalfd (-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "signalfd");
+	return fd;
 }
 
 int
 ab_xs_cli_listen (const struct ab_xs_cli_s *o, ab_error_t *err)
 {
+	const struct ab_http_server_config_s hc = {
+		.max_conns = MAX_CONNS,
+		.max_head = MAX_HEAD,
+		.idle_timeout_ms = IDLE_TIMEOUT_MS,
+		.head_timeout_ms = HEAD_TIMEOUT_MS,
+		.send_timeout_ms = SEND_TIMEOUT_MS,
+		.linger_ms = LINGER_MS,
+	};
 	struct listener_s l = { .o = o };
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof ss;
+	struct signalfd_siginfo si;
+	ab_http_server_t *http;
+	char bound[80];
 	uint8_t raw[32];
-	int fd;
+	sigset_t set;
+	int fd, sfd, rc;
 
 	if (o->token_file && load_token (&l, o->token_file, err) < 0)
 		return -1;
@@ -350,42 +369,29 @@ ab_xs_cli_listen (const struct ab_xs_cli_s *o, ab_error_t *err)
 	for (size_t i = 0; i < sizeof raw; i++)
 		snprintf (l.secret + 2 * i, 3, "%02x", raw[i]);
 	digest (l.secret, 64, l.secret_digest);
-	if ((fd = bind_listen (o, &ss, &len, err)) < 0)
+	if ((fd = bind_listen (o, bound, sizeof bound, err)) < 0)
 		return -1;
-	pthread_mutex_init (&l.lock, NULL);
-	print_url (&ss, l.secret);
-	for (;;) {
-		int c = accept4 (fd, NULL, NULL, SOCK_CLOEXEC);
-		struct conn_s *cs;
-		pthread_t t;
-		bool full;
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE)
-				continue;
-			close (fd);
-			return ab_error (err, errno, AB_E_SYSTEM, "accept");
-		}
-		pthread_mutex_lock (&l.lock);
-		full = l.n_conns >= MAX_CONNS;
-		if (!full)
-			l.n_conns++;
-		pthread_mutex_unlock (&l.lock);
-		if (full) {
-			refuse (c, 503, "Service Unavailable");
-			close (c);
-			continue;
-		}
-		cs = xmalloc (sizeof *cs);
-		cs->l = &l;
-		cs->fd = c;
-		if (pthread_create (&t, NULL, conn_main, cs) != 0) {
-			close (c);
-			free (cs);
-			pthread_mutex_lock (&l.lock);
-			l.n_conns--;
-			pthread_mutex_unlock (&l.lock);
-			continue;
-		}
-		pthread_detach (t);
+	if ((sfd = stop_signals (&set, err)) < 0) {
+		close (fd);
+		return -1;
 	}
+	http = ab_http_server_new (&hc, &listen_ops, &l);
+	if (ab_http_server_add_listener (http, fd, 0, err) < 0)
+		rc = -1;
+	else {
+		printf ("ws://%s/%s\n", bound, l.secret);
+		fflush (stdout);
+		rc = ab_http_server_run (http, sfd, err);
+	}
+	/* Stopped: a second signal kills at once, while every connection is
+	 * shut down so its sandbox made by --create is removed (l is theirs
+	 * until they have ended). */
+	while (read (sfd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	close (sfd);
+	pthread_sigmask (SIG_UNBLOCK, &set, NULL);
+	ab_http_server_stop_conns (http);
+	ab_http_server_free (http);
+	explicit_bzero (&l, sizeof l);
+	return rc;
 }
