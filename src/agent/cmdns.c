@@ -65,9 +65,17 @@ static struct {
 	enum mark_kind kind;
 	int cgroups;      /* MARK_CGROUP: where the execs' groups go */
 	unsigned next_id; /* MARK_CGROUP: the next exec's group name */
+	int own_uts;      /* MARK_UTS: the agent's own UTS namespace */
 	int join_fd;      /* between begin and end: the child's cgroup.procs */
+	int mark_fd;      /* between begin and end (MARK_UTS): the new mark */
 	bool pending;     /* between begin and end: the child takes a mark */
-} ns = { .reaper = -1, .agent_proc = -1, .own_pidns = -1, .cgroups = -1, .join_fd = -1 };
+} ns = { .reaper = -1,
+	 .agent_proc = -1,
+	 .own_pidns = -1,
+	 .cgroups = -1,
+	 .own_uts = -1,
+	 .join_fd = -1,
+	 .mark_fd = -1 };
 
 static void __attribute__ ((noreturn)) reaper_fail (int report_fd, int stage)
 {
@@ -183,11 +191,9 @@ start_reaper (ab_error_t *err)
 static void
 choose_mark (void)
 {
-	struct stat st;
-
 	if (ns.kind != MARK_NONE)
 		return;
-	if (fstatat (ns.agent_proc, "self/ns/uts", &st, 0) == 0)
+	if ((ns.own_uts = openat (ns.agent_proc, "self/ns/uts", O_RDONLY | O_CLOEXEC)) >= 0)
 		ns.kind = MARK_UTS;
 	else if ((ns.cgroups = ab_agent_exec_cgroups ()) >= 0)
 		ns.kind = MARK_CGROUP;
@@ -269,7 +275,18 @@ ab_cmdns_exec_begin (void)
 	char name[32];
 
 	ns.pending = ns.active && ns.kind != MARK_NONE;
-	if (!ns.pending || ns.kind != MARK_CGROUP)
+	if (ns.pending && ns.kind == MARK_UTS) {
+		/* The agent enters the exec's namespace for the fork and takes
+		 * its reference now, before the command runs at all: a leader
+		 * that exits at once still leaves a mark behind. */
+		if (unshare (CLONE_NEWUTS) == 0
+		    && (ns.mark_fd = openat (ns.agent_proc, "self/ns/uts", O_RDONLY | O_CLOEXEC))
+		               < 0)
+			setns (ns.own_uts, CLONE_NEWUTS);
+		ns.pending = ns.mark_fd >= 0;
+		return;
+	}
+	if (!ns.pending)
 		return;
 	snprintf (name, sizeof name, "e%u", ns.next_id);
 	if (mkdirat (ns.cgroups, name, 0700) < 0 && errno != EEXIST) {
@@ -287,10 +304,8 @@ ab_cmdns_child_enter (void)
 	char pid[16];
 	int n;
 
-	if (!ns.pending)
-		return 0;
-	if (ns.kind == MARK_UTS)
-		return unshare (CLONE_NEWUTS);
+	if (!ns.pending || ns.kind == MARK_UTS)
+		return 0; /* a UTS mark comes with the fork */
 	/* Our pid as our own namespace numbers it: the writer's. */
 	n = snprintf (pid, sizeof pid, "%d", (int)getpid ());
 	return write (ns.join_fd, pid, (size_t)n) == n ? 0 : -1;
@@ -306,14 +321,19 @@ ab_cmdns_exec_end (pid_t pid, struct ab_exec_mark_s *mark)
 		close (ns.join_fd);
 		ns.join_fd = -1;
 	}
+	if (ns.mark_fd >= 0) {
+		if (setns (ns.own_uts, CLONE_NEWUTS) < 0)
+			ab_log (AB_LOG_ERROR, "cannot return to the agent's UTS namespace: %s",
+			        strerror (errno));
+		mark->fd = ns.mark_fd;
+		ns.mark_fd = -1;
+	}
 	if (!ns.pending)
 		return;
 	ns.pending = false;
-	if (pid <= 0)
-		return;
-	if (ns.kind == MARK_UTS) {
-		snprintf (path, sizeof path, "%d/ns/uts", (int)pid);
-		mark->fd = openat (ns.agent_proc, path, O_RDONLY | O_CLOEXEC);
+	if (pid <= 0 || ns.kind == MARK_UTS) {
+		if (pid <= 0)
+			ab_cmdns_mark_release (mark);
 		return;
 	}
 	snprintf (path, sizeof path, "e%u", ns.next_id);
