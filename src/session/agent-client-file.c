@@ -210,9 +210,19 @@ ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s
 	return 0;
 }
 
+struct dirents_s {
+	struct ab_agent_dirent_s *v;
+	size_t n;
+};
+
+/* Takes the names out of reply. */
 static void
-add_entries (struct ab_msg_s *reply, struct ab_agent_dirent_s **v, size_t *n)
+add_entries (void *ctx, struct ab_msg_s *reply)
 {
+	struct dirents_s *l = ctx;
+	struct ab_agent_dirent_s **v = &l->v;
+	size_t *n = &l->n;
+
 	*v = xrealloc (*v, (*n + reply->n_entries + 1) * sizeof **v);
 	for (size_t i = 0; i < reply->n_entries; i++) {
 		struct ab_agent_dirent_s *d = &(*v)[(*n)++];
@@ -226,27 +236,19 @@ int
 ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_dirent_s **out, size_t *n,
                     ab_error_t *err)
 {
-	struct ab_msg_s m, reply;
-	bool more;
+	struct ab_msg_s m;
+	struct dirents_s l = { 0 };
 
-	*out = NULL;
-	*n = 0;
 	path_msg (&m, AB_MSG_FILE_LIST, path);
-	if (ab_ac_call (c, &m, &reply, err) < 0)
+	if (ab_ac_call_all (c, &m, add_entries, &l, err) < 0) {
+		ab_agent_dirents_free (l.v, l.n);
+		*out = NULL;
+		*n = 0;
 		return -1;
-	for (;;) {
-		add_entries (&reply, out, n);
-		more = reply.more;
-		ab_msg_free (&reply);
-		if (!more)
-			return 0;
-		if (ab_ac_wait_reply (c, m.req_id, &reply, err) < 0) {
-			ab_agent_dirents_free (*out, *n);
-			*out = NULL;
-			*n = 0;
-			return -1;
-		}
 	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 void

@@ -73,6 +73,11 @@ int ab_ac_pump (ab_agent_conn_t *c, int timeout_ms, ab_error_t *err);
 /* Send request m (REQ_ID filled in) and wait for its answer.  On OK, *reply
  * holds it decoded (ab_msg_free it); on FAIL, the agent's error. */
 int ab_ac_call (ab_agent_conn_t *c, struct ab_msg_s *m, struct ab_msg_s *reply, ab_error_t *err);
+/* Send request m and hand each of its answers (a listing comes in several,
+ * the last without MORE) to each(ctx, reply) until the last; -1 on the
+ * first error, after which the caller frees what each collected. */
+int ab_ac_call_all (ab_agent_conn_t *c, struct ab_msg_s *m,
+                    void (*each) (void *ctx, struct ab_msg_s *reply), void *ctx, ab_error_t *err);
 /* Wait for (another) answer to req_id. */
 int ab_ac_wait_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, ab_error_t *err);
 /* An answer to req_id already here? 1 = yes (in *reply, or the error), 0 = no. */

@@ -251,9 +251,18 @@ strv_dup (char **v)
 	return out;
 }
 
+struct procs_s {
+	struct ab_agent_proc_info_s *v;
+	size_t n;
+};
+
 static void
-add_procs (const struct ab_msg_s *reply, struct ab_agent_proc_info_s **v, size_t *n)
+add_procs (void *ctx, struct ab_msg_s *reply)
 {
+	struct procs_s *l = ctx;
+	struct ab_agent_proc_info_s **v = &l->v;
+	size_t *n = &l->n;
+
 	*v = xrealloc (*v, (*n + reply->n_procs + 1) * sizeof **v);
 	for (size_t i = 0; i < reply->n_procs; i++) {
 		const struct ab_msg_s *r = &reply->procs[i];
@@ -274,27 +283,19 @@ int
 ab_agent_proc_list (ab_agent_conn_t *c, struct ab_agent_proc_info_s **out, size_t *n,
                     ab_error_t *err)
 {
-	struct ab_msg_s m, reply;
-	bool more;
+	struct ab_msg_s m;
+	struct procs_s l = { 0 };
 
-	*out = NULL;
-	*n = 0;
 	ab_msg_init (&m, AB_MSG_PROC_LIST);
-	if (ab_ac_call (c, &m, &reply, err) < 0)
+	if (ab_ac_call_all (c, &m, add_procs, &l, err) < 0) {
+		ab_agent_proc_info_free (l.v, l.n);
+		*out = NULL;
+		*n = 0;
 		return -1;
-	for (;;) {
-		add_procs (&reply, out, n);
-		more = reply.more;
-		ab_msg_free (&reply);
-		if (!more)
-			return 0;
-		if (ab_ac_wait_reply (c, m.req_id, &reply, err) < 0) {
-			ab_agent_proc_info_free (*out, *n);
-			*out = NULL;
-			*n = 0;
-			return -1;
-		}
 	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 void

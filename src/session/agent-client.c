@@ -402,6 +402,26 @@ ab_ac_poll_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, i
 }
 
 int
+ab_ac_call_all (ab_agent_conn_t *c, struct ab_msg_s *m,
+                void (*each) (void *ctx, struct ab_msg_s *reply), void *ctx, ab_error_t *err)
+{
+	struct ab_msg_s reply;
+	bool more;
+
+	if (ab_ac_call (c, m, &reply, err) < 0)
+		return -1;
+	for (;;) {
+		each (ctx, &reply);
+		more = reply.more;
+		ab_msg_free (&reply);
+		if (!more)
+			return 0;
+		if (ab_ac_wait_reply (c, m->req_id, &reply, err) < 0)
+			return -1;
+	}
+}
+
+int
 ab_ac_wait_reply (ab_agent_conn_t *c, uint32_t req_id, struct ab_msg_s *reply, ab_error_t *err)
 {
 	uint64_t deadline = ab_mono_ms () + (uint64_t)c->timeout_ms;

@@ -14,6 +14,15 @@ teardown() {
 	ag_teardown
 }
 
+@test "a listing that comes in several parts (over 2048 entries) arrives whole, each name once" {
+	mkdir "$WS/many"
+	(cd "$WS/many" && seq -f 'f%05g' 1 5000 | xargs touch)
+	run -0 ctl ls /workspace/many
+	[ "$(grep -c ' file ' <<<"$output")" = 5000 ]
+	[ "$(cut -d' ' -f1 <<<"$output" | sort -u | wc -l)" = 5000 ]
+	[[ "$output" == *"f00001 file 0 "* && "$output" == *"f05000 file 0 "* ]]
+}
+
 @test "put, cat, stat, ls, mkdir -p, mv, rm -r" {
 	run -0 bash -c "printf 'hello\n' | timeout 10 '$CTL' -s '$SOCK' put /workspace/a.txt 0600"
 	[ "$output" = 6 ]
