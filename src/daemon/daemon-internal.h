@@ -131,6 +131,9 @@ int ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_er
 void ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason);
 int ab_daemon_adopt (struct ab_daemon_s *d, ab_error_t *err);
 ab_agent_conn_t *ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+/* A connection to the sandbox's egress proxy (network proxy, running):
+ * the fd of our end, or -1. */
+int ab_box_egress_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 /* pidfd of the monitor if pid really is sandbox `id`'s monitor started at `start`. */
 int ab_monitor_open (pid_t pid, uint64_t start, const char *id, ab_error_t *err);
 

@@ -6,6 +6,10 @@
  * agent is session/forward.h, by fd passing where the sandbox's backend
  * can hand fds over its wall, else as streams.  Re-adoption after a daemon
  * restart starts it again: the agent serves the session that asked last. */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "backend/backend.h"
 #include "daemon/daemon-internal.h"
 #include "session/cred-relay.h"
@@ -64,4 +68,33 @@ void
 ab_box_egress_stop (struct ab_box_s *b)
 {
 	release (b);
+}
+
+/* One more connection into the sandbox's egress relay, made by the daemon
+ * itself (the exec-server's http/request): one end of a socketpair goes
+ * to the relay exactly as a connection the agent hands over, so the proxy
+ * applies the sandbox's policy and audit to it.  The state check and the
+ * submit happen under d->lock: a sandbox leaves RUNNING under that lock
+ * before its relay stops, so the relay is alive when it takes the fd. */
+int
+ab_box_egress_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	int sv[2];
+	bool taken = false;
+
+	if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
+	pthread_mutex_lock (&d->lock);
+	if (b->state == AB_BOX_RUNNING && b->egress_relay) {
+		ab_egress_relay_submit (b->egress_relay, sv[1]);
+		taken = true;
+	}
+	pthread_mutex_unlock (&d->lock);
+	if (!taken) {
+		close (sv[0]);
+		close (sv[1]);
+		return ab_error (err, 0, AB_E_CONFLICT,
+		                 "sandbox %s has no egress relay (not running)", b->id);
+	}
+	return sv[0];
 }

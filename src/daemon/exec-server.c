@@ -273,10 +273,14 @@ dispatch (struct ab_xs_conn_s *x, const char *method, json_t *params, struct ab_
 		out->result = json_pack ("{s:s}", "status", "ready");
 		return;
 	}
-	if ((is_prefix (method, "fs/") || is_prefix (method, "process/")) && !x->initialized)
+	if ((is_prefix (method, "fs/") || is_prefix (method, "process/")
+	     || is_prefix (method, "http/"))
+	    && !x->initialized)
 		return ab_xs_fail (out, AB_XS_INVALID_REQUEST,
 		                   "client must send initialized before using %s methods",
-		                   is_prefix (method, "fs/") ? "filesystem" : "process");
+		                   is_prefix (method, "fs/")     ? "filesystem"
+		                   : is_prefix (method, "http/") ? "http"
+		                                                 : "process");
 	if (strcmp (method, "process/start") == 0)
 		return ab_xs_proc_start (x, params, out);
 	if (strcmp (method, "process/write") == 0)
@@ -326,6 +330,8 @@ message (struct ab_xs_conn_s *x, const char *text, size_t len)
 		json_t *params = json_object_get (j, "params");
 		if (strcmp (method, "process/read") == 0 && x->initialized)
 			ab_xs_proc_read (x, id, params); /* may answer from its own thread */
+		else if (strcmp (method, "http/request") == 0 && x->initialized)
+			ab_xs_http_request (x, id, params); /* answers from its own thread */
 		else {
 			dispatch (x, method, params, &rep);
 			ab_xs_answer (x, id, &rep);

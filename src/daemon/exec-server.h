@@ -6,6 +6,7 @@
  *   exec-server-proc.c  process/ methods: one pump thread per process with its
  *                       own agent connection, retained output, seq
  *   exec-server-fs.c    fs/ methods, through the agent's confined file service
+ *   exec-server-http.c http/request through the sandbox's egress proxy
  *   exec-server-uri.c   file:// URIs <-> sandbox paths, the workspace map,
  *                       the `sandbox` permission profile, env policy
  *
@@ -106,6 +107,10 @@ int ab_xs_run_capture (struct ab_xs_conn_s *x, char *const *argv, char **out, in
 /* Dispatches fs/ methods; false when method is not one of them. */
 bool ab_xs_fs (struct ab_xs_conn_s *x, const char *method, json_t *params,
                struct ab_xs_reply_s *out);
+
+/* --- exec-server-http.c --- */
+/* http/request: answers later, from a thread of its own (takes id). */
+void ab_xs_http_request (struct ab_xs_conn_s *x, json_t *id, json_t *params);
 
 /* --- exec-server-uri.c --- */
 /* file:// URI -> sandbox path (owned).  *host_form: the URI named the

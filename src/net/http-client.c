@@ -619,28 +619,41 @@ proxy_step (ab_http_client_t *c, ab_error_t *err)
 	}
 }
 
+SSL *
+ab_tls_client_session (SSL_CTX *ctx, int fd, const struct ab_hostport_s *origin, ab_error_t *err)
+{
+	SSL *ssl = SSL_new (ctx);
+	X509_VERIFY_PARAM *param;
+
+	if (ssl == NULL || SSL_set_fd (ssl, fd) != 1) {
+		SSL_free (ssl);
+		ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot create a session");
+		return NULL;
+	}
+	param = SSL_get0_param (ssl);
+	X509_VERIFY_PARAM_set_hostflags (param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (origin->kind == AB_HOST_NAME) {
+		/* SNI for DNS names only: RFC 6066 3 forbids literal addresses. */
+		if (SSL_set_tlsext_host_name (ssl, origin->host) != 1
+		    || X509_VERIFY_PARAM_set1_host (param, origin->host, 0) != 1) {
+			SSL_free (ssl);
+			ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server name");
+			return NULL;
+		}
+	} else if (X509_VERIFY_PARAM_set1_ip_asc (param, origin->host) != 1) {
+		SSL_free (ssl);
+		ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server address");
+		return NULL;
+	}
+	SSL_set_connect_state (ssl);
+	return ssl;
+}
+
 static int
 tls_start (ab_http_client_t *c, ab_error_t *err)
 {
-	SSL *ssl = SSL_new (c->cfg.tls);
-	X509_VERIFY_PARAM *param;
-
-	if (ssl == NULL || SSL_set_fd (ssl, c->s.fd) != 1) {
-		SSL_free (ssl);
-		return ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot create a session");
-	}
-	c->s.ssl = ssl;
-	param = SSL_get0_param (ssl);
-	X509_VERIFY_PARAM_set_hostflags (param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	if (c->origin.kind == AB_HOST_NAME) {
-		/* SNI for DNS names only: RFC 6066 3 forbids literal addresses. */
-		if (SSL_set_tlsext_host_name (ssl, c->origin.host) != 1
-		    || X509_VERIFY_PARAM_set1_host (param, c->origin.host, 0) != 1)
-			return ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server name");
-	} else if (X509_VERIFY_PARAM_set1_ip_asc (param, c->origin.host) != 1) {
-		return ab_error (err, 0, AB_E_SYSTEM, "TLS: cannot set the server address");
-	}
-	SSL_set_connect_state (ssl);
+	if (!(c->s.ssl = ab_tls_client_session (c->cfg.tls, c->s.fd, &c->origin, err)))
+		return -1;
 	return 0;
 }
 

@@ -42,6 +42,11 @@ struct ab_resolver_s;
  * read is reported on warn (when not NULL) and skipped: it can only ever
  * add trust, so leaving it out fails closed.  Free with SSL_CTX_free. */
 SSL_CTX *ab_tls_client_ctx_new (FILE *warn, ab_error_t *err);
+/* A client session on fd for origin, verified as described above (host
+ * name or IP literal, SNI for names only), in connect state; the caller
+ * drives the handshake.  NULL with err filled. */
+SSL *ab_tls_client_session (SSL_CTX *ctx, int fd, const struct ab_hostport_s *origin,
+                            ab_error_t *err);
 
 /* ---- URLs ----------------------------------------------------------------- */
 
