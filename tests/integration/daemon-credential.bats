@@ -8,7 +8,7 @@
 # (credential/upstream.js, test CA) run in a network namespace holding only
 # lo (credential/common.bash).
 
-load credential/common
+load netns-daemon
 
 : "${BATS_TEST_TIMEOUT:=180}"
 
@@ -42,35 +42,14 @@ teardown() {
 	cred_teardown
 }
 
-# daemon_start: agentbox serve in the test's namespace, trusting the test CA,
-# with no outbound proxy of the host's; waits (10 s) for its socket.
 daemon_start() {
-	nsenter -t "$NS_PID" -n -- env -u HTTPS_PROXY -u https_proxy -u HTTP_PROXY -u http_proxy \
-		-u ALL_PROXY -u all_proxy -u NO_PROXY -u no_proxy -u SSL_CERT_FILE \
-		NODE_EXTRA_CA_CERTS="$CERTS/ca.pem" setsid "$AGENTBOX" serve --socket "$SOCK" \
-		--state-dir "$STATE" >>"$D/daemon.log" 2>&1 </dev/null &
-	DAEMON_PID=$!
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -s --max-time 2 --unix-socket "$SOCK" http://agentbox/v1/health >/dev/null 2>&1 && return 0
-		kill -0 "$DAEMON_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "daemon did not start; its log:" >&2
-	cat "$D/daemon.log" >&2
-	return 1
+	netns_daemon_start
 }
 
 daemon_kill9() {
 	kill -KILL "$DAEMON_PID" 2>/dev/null || true
 	wait "$DAEMON_PID" 2>/dev/null || true
 	DAEMON_PID=""
-}
-
-api() {
-	local path="$1"
-	shift
-	curl -sS --max-time 60 --unix-socket "$SOCK" "$@" "http://agentbox$path"
 }
 
 ab() {

@@ -10,7 +10,7 @@
 # credential test) run in a network namespace holding only lo
 # (credential/common.bash), so nothing can leave the machine.
 
-load credential/common
+load netns-daemon
 
 : "${BATS_TEST_TIMEOUT:=240}"
 : "${HELPERS:=$ROOT_DIR/build/tests}"
@@ -44,15 +44,7 @@ setup() {
 }
 
 teardown() {
-	local id
-	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
-		for id in $(api /v1/sandboxes 2>/dev/null | jq -r '.sandboxes[].id' 2>/dev/null); do
-			api -X DELETE "/v1/sandboxes/$id?force=1" >/dev/null 2>&1 || true
-		done
-		kill -TERM "$DAEMON_PID" 2>/dev/null || true
-		wait "$DAEMON_PID" 2>/dev/null || true
-	fi
-	cred_teardown
+	netns_daemon_teardown
 }
 
 wait_port() {
@@ -65,29 +57,10 @@ wait_port() {
 	return 1
 }
 
-# daemon_start STREAM: agentbox serve in the test's namespace (STREAM=1
-# forces the stream path), trusting the test CA; waits (10 s) for it.
+# daemon_start STREAM: the daemon in the test's namespace (STREAM=1 forces
+# the stream path).
 daemon_start() {
-	nsenter -t "$NS_PID" -n -- env -u HTTPS_PROXY -u https_proxy -u HTTP_PROXY -u http_proxy \
-		-u ALL_PROXY -u all_proxy -u NO_PROXY -u no_proxy -u SSL_CERT_FILE \
-		NODE_EXTRA_CA_CERTS="$CERTS/ca.pem" AGENTBOX_EGRESS_STREAM="$1" setsid "$AGENTBOX" serve \
-		--socket "$SOCK" --state-dir "$STATE" >>"$D/daemon.log" 2>&1 </dev/null &
-	DAEMON_PID=$!
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -s --max-time 2 --unix-socket "$SOCK" http://agentbox/v1/health >/dev/null 2>&1 && return 0
-		kill -0 "$DAEMON_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "daemon did not start; its log:" >&2
-	cat "$D/daemon.log" >&2
-	return 1
-}
-
-api() {
-	local path="$1"
-	shift
-	curl -sS --max-time 60 --unix-socket "$SOCK" "$@" "http://agentbox$path"
+	netns_daemon_start "$1"
 }
 
 ab() {
@@ -141,11 +114,17 @@ wait_conns() {
 # end_hold PID: end the `sleep 20` running in the pid namespace of PID (it
 # holds a command back until the test lets it go); waits 10 s for it.
 end_hold() {
-	local ns p i
+	local ns cmdns p i
+	# Commands run in a pid namespace the agent made for them (agent/cmdns.c);
+	# both are the sandbox's.
 	ns="$(readlink "/proc/$1/ns/pid")"
+	cmdns="$(readlink "/proc/$1/ns/pid_for_children")"
 	for ((i = 0; i < 100; i++)); do
 		for p in $(pgrep -x sleep); do
-			[ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+			case "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" in
+			"$ns" | "$cmdns") ;;
+			*) continue ;;
+			esac
 			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 20 " ] || continue
 			kill -TERM "$p" && return 0
 		done

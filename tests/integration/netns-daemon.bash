@@ -1,7 +1,7 @@
 # A daemon in the test's network namespace (credential/common.bash makes it:
 # only lo), trusting the test CA, with no outbound proxy of the host's.
-# daemon-credential.bats and daemon-egress-stream.bats carry their own
-# copies of these from before this file; they can load it instead.
+# Used by daemon-credential.bats, daemon-egress-stream.bats and
+# exec-server-http.bats.
 #
 #   D      the daemon's directory (its socket and state under it)
 #   SOCK   its socket, STATE its state directory
