@@ -245,8 +245,13 @@ for f in (lambda: os.unlink("/.agentbox/agent.sock"),
 	ab exec "$id" -- sh -c 'ln -s d /workspace/in; ln -s /etc/passwd /workspace/abs; ln -s ../../etc/passwd /workspace/d/up'
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/in/in.txt")" = 200 ]
 	[ "$(cat "$D/body")" = "$MARK" ]
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/abs")" = 403 ]
-	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/d/up")" = 403 ]
+	# Reads resolve inside the sandbox's root, as for its processes: both
+	# links give the sandbox's /etc/passwd; a `..` of the caller's is refused.
+	ab exec "$id" -- cat /etc/passwd >"$BATS_TEST_TMPDIR/passwd.in"
+	for p in /workspace/abs /workspace/d/up; do
+		[ "$(api_status "/v1/sandboxes/$id/files?path=$p")" = 200 ]
+		cmp "$D/body" "$BATS_TEST_TMPDIR/passwd.in"
+	done
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/../etc/passwd")" = 403 ]
 	[ "$(api_status "/v1/sandboxes/$id/files?path=/workspace/d&list=1")" = 200 ]
 	jq -e '.entries | map(.name) | index("in.txt") and index("up")' "$D/body"
