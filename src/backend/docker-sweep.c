@@ -72,24 +72,15 @@ ab_docker_monitor_label (void)
 static char
 proc_state (pid_t pid, unsigned *flags)
 {
-	char path[64], buf[512];
-	cleanup_close int fd = -1;
-	ssize_t n;
-	char *p, st;
+	char buf[512];
+	const char *f = ab_proc_stat_fields (pid, buf, sizeof buf);
 
-	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open (path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr (buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return 0;
-	st = p[2];
 	*flags = 0;
-	if (sscanf (p + 3, " %*d %*d %*d %*d %*d %u", flags) != 1)
+	if (!f)
+		return 0;
+	if (sscanf (f + 1, " %*d %*d %*d %*d %*d %u", flags) != 1)
 		*flags = 0;
-	return st;
+	return f[0];
 }
 
 /* A zombie counts as gone: a SIGKILLed monitor stays one until whoever

@@ -175,3 +175,17 @@ ab_close_fds_except (const int *keep, size_t n)
 	}
 	return ab_sys_close_range (next, ~0U, 0);
 }
+
+void
+ab_iov_advance (struct iovec **iov, int *n, size_t done)
+{
+	while (*n > 0 && done >= (*iov)->iov_len) {
+		done -= (*iov)->iov_len;
+		(*iov)++;
+		(*n)--;
+	}
+	if (*n > 0) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + done;
+		(*iov)->iov_len -= done;
+	}
+}

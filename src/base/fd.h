@@ -3,10 +3,14 @@
 #define AB_BASE_FD_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 /* Write all of buf, retrying on EINTR and short writes; -1 with errno. */
 int ab_write_all (int fd, const void *buf, size_t len);
+/* Past the first done bytes of an iovec array (after a short writev or
+ * sendmsg): *iov and *n move to what is still to write. */
+void ab_iov_advance (struct iovec **iov, int *n, size_t done);
 /* Read exactly len bytes; 0 on success, -1 with errno (EPIPE-like: errno=0 on EOF). */
 int ab_read_exact (int fd, void *buf, size_t len);
 /* Send bytes plus optional fds (SCM_RIGHTS) on a unix socket. */

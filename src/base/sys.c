@@ -130,24 +130,33 @@ ab_mono_ms (void)
 	return ab_mono_ns () / 1000000;
 }
 
-uint64_t
-ab_proc_start_time (pid_t pid)
+const char *
+ab_proc_stat_fields (pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024];
+	char path[64];
 	cleanup_close int fd = -1;
 	ssize_t n;
 	char *p;
-	unsigned long long st = 0;
 
 	snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
 	fd = open (path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
-		return 0;
+	if (fd < 0 || (n = read (fd, buf, len - 1)) <= 0)
+		return NULL;
 	buf[n] = '\0';
-	/* comm may hold spaces and ')': fields start after the last ')'. */
+	/* Fields start after the last ')'. */
 	p = strrchr (buf, ')');
-	if (!p
-	    || sscanf (p + 2,
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+uint64_t
+ab_proc_start_time (pid_t pid)
+{
+	char buf[1024];
+	const char *f = ab_proc_stat_fields (pid, buf, sizeof buf);
+	unsigned long long st = 0;
+
+	if (!f
+	    || sscanf (f,
 	               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
 	               "%*d %llu",
 	               &st)

@@ -31,6 +31,10 @@ pid_t ab_sys_clone_fork (unsigned long flags);
 /* Field 22 of /proc/PID/stat (start time in clock ticks since boot): with
  * the pid, names one process for its whole life; 0 when it is gone. */
 uint64_t ab_proc_start_time (pid_t pid);
+/* /proc/PID/stat read into buf (len bytes at most); returns the text after
+ * "PID (comm) ", which starts with the state letter, or NULL when the
+ * process is gone or the line is malformed (comm may hold spaces and ')'). */
+const char *ab_proc_stat_fields (pid_t pid, char *buf, size_t len);
 
 /* The monotonic clock (CLOCK_MONOTONIC, in three units) for durations,
  * deadlines and timeouts: it never jumps when the wall clock is set.  The

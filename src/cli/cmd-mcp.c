@@ -404,6 +404,15 @@ parse_args (int argc, char **argv, const char **host, const char **sandbox)
 
 /* SIGTERM, SIGINT, SIGHUP (a client that stops us rather than closing
  * stdin): end the session, its processes with it, then exit. */
+static void
+stop_signals (sigset_t *set)
+{
+	sigemptyset (set);
+	sigaddset (set, SIGTERM);
+	sigaddset (set, SIGINT);
+	sigaddset (set, SIGHUP);
+}
+
 static void *
 signal_main (void *arg)
 {
@@ -411,10 +420,7 @@ signal_main (void *arg)
 	sigset_t set;
 	int sig;
 
-	sigemptyset (&set);
-	sigaddset (&set, SIGTERM);
-	sigaddset (&set, SIGINT);
-	sigaddset (&set, SIGHUP);
+	stop_signals (&set);
 	if (sigwait (&set, &sig) == 0) {
 		end_session (r);
 		_exit (128 + sig);
@@ -428,10 +434,7 @@ watch_signals (struct relay_s *r)
 	sigset_t set;
 	pthread_t t;
 
-	sigemptyset (&set);
-	sigaddset (&set, SIGTERM);
-	sigaddset (&set, SIGINT);
-	sigaddset (&set, SIGHUP);
+	stop_signals (&set);
 	/* Blocked before any other thread starts, so only sigwait takes them. */
 	pthread_sigmask (SIG_BLOCK, &set, NULL);
 	if (pthread_create (&t, NULL, signal_main, r) == 0)

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
 
@@ -301,15 +302,7 @@ writev_all (int fd, struct iovec *iov, int n)
 			continue;
 		if (w < 0)
 			return -1;
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+		ab_iov_advance (&iov, &n, (size_t)w);
 	}
 	return 0;
 }

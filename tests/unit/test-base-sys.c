@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
+#include "base/fd.h"
 #include "base/sys.h"
 #include "base/unix-socket.h"
 
@@ -133,6 +134,46 @@ test_unix_listen_connect (void **state)
 	rmdir (dir);
 }
 
+/* After a short write the iovec moves past what was written, across and
+ * into entries. */
+static void
+test_iov_advance (void **state)
+{
+	char a[] = "abc", b[] = "de", c[] = "fghi";
+	struct iovec v[3] = { { a, 3 }, { b, 2 }, { c, 4 } };
+	struct iovec *iov = v;
+	int n = 3;
+
+	ab_iov_advance (&iov, &n, 0);
+	assert_int_equal (n, 3);
+	assert_ptr_equal (iov, v);
+	ab_iov_advance (&iov, &n, 4); /* all of a, one of b */
+	assert_int_equal (n, 2);
+	assert_ptr_equal (iov, &v[1]);
+	assert_int_equal (iov->iov_len, 1);
+	assert_int_equal (*(char *)iov->iov_base, 'e');
+	ab_iov_advance (&iov, &n, 3); /* the rest of b, two of c */
+	assert_int_equal (n, 1);
+	assert_int_equal (iov->iov_len, 2);
+	assert_int_equal (*(char *)iov->iov_base, 'h');
+	ab_iov_advance (&iov, &n, 2);
+	assert_int_equal (n, 0);
+}
+
+/* The fields after "PID (comm) " start with the state letter, also for
+ * this process; a pid that is not there is NULL. */
+static void
+test_proc_stat_fields (void **state)
+{
+	char buf[1024];
+	const char *f = ab_proc_stat_fields (getpid (), buf, sizeof buf);
+
+	assert_non_null (f);
+	assert_true (f[0] == 'R' || f[0] == 'S');
+	assert_true (ab_proc_start_time (getpid ()) > 0);
+	assert_null (ab_proc_stat_fields (-1, buf, sizeof buf));
+}
+
 int
 main (void)
 {
@@ -142,6 +183,8 @@ main (void)
 		cmocka_unit_test (test_wall_is_epoch),
 		cmocka_unit_test (test_unix_addr_limits),
 		cmocka_unit_test (test_unix_listen_connect),
+		cmocka_unit_test (test_iov_advance),
+		cmocka_unit_test (test_proc_stat_fields),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
