@@ -197,11 +197,13 @@ assert_sandbox_gone() {
 	command -v unshare >/dev/null || skip "unshare is missing (util-linux)"
 	local script='
 		t="$1"; shift
-		mkdir -p /tmp/.abtest-keep-$$
-		mount --rbind "$t" /tmp/.abtest-keep-$$
+		# The first mount point lies in the test directory: a directory made
+		# in the host /tmp would outlive the namespace.
+		mkdir -p "$t.keep"
+		mount --rbind "$t" "$t.keep"
 		for d in /var/tmp /dev/shm; do mount -t tmpfs -o mode=1777 abtest "$d"; done
 		keep="$(mktemp -d /var/tmp/keep.XXXXXX)"
-		mount --move /tmp/.abtest-keep-$$ "$keep"
+		mount --move "$t.keep" "$keep"
 		mount -t tmpfs -o mode=1777 abtest /tmp
 		mkdir -p "$t"
 		mount --move "$keep" "$t"
