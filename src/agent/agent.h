@@ -31,34 +31,6 @@ int ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out);
 int ab_confine_seccomp (void);
 int ab_landlock_abi (void);
 
-/* cmdns.c: the commands' pid namespace and /proc, and each exec's mark.
- * Setup runs once, before the first command; without the privilege for
- * namespaces, commands share the agent's (and active says false). */
-void ab_cmdns_setup (void);
-bool ab_cmdns_active (void);
-/* The agent reaped pid: if it was the commands' init, make a new one. */
-void ab_cmdns_reaped (pid_t pid);
-/* No command process is left (the commands' init aside). */
-bool ab_cmdns_idle (void);
-
-/* What every process of one exec carries, also after setsid: its own UTS
- * namespace (fd: a reference to it), or on gVisor its own cgroup (fd:
- * the group's directory, id: its name).  fd -1: no mark. */
-struct ab_exec_mark_s {
-	int fd;
-	unsigned id;
-};
-#define AB_EXEC_MARK_NONE ((struct ab_exec_mark_s){ .fd = -1 })
-/* Around ab_agent_spawn: begin prepares what the child takes on (in
- * ab_cmdns_child_enter); end gives the mark of the started process. */
-void ab_cmdns_exec_begin (void);
-void ab_cmdns_exec_end (pid_t pid, struct ab_exec_mark_s *mark);
-/* In the forked child, before confinement (-1 with errno). */
-int ab_cmdns_child_enter (void);
-/* Signal the process group pgid (if > 0) and every process with the mark. */
-void ab_cmdns_kill_exec (const struct ab_exec_mark_s *mark, pid_t pgid, int sig);
-void ab_cmdns_mark_release (struct ab_exec_mark_s *mark);
-
 /* Modes (main.c picks one). */
 void ab_oneshot_run (void) __attribute__ ((noreturn));
 void ab_service_run (int listen_fd) __attribute__ ((noreturn));
@@ -68,10 +40,8 @@ void ab_agent_release_stdio (void);
 void ab_agent_loopback_up (void);
 /* listen.c: bind and listen on a unix socket path (gVisor, Docker). */
 int ab_agent_listen_path (const char *path, ab_error_t *err);
-/* pids-limit.c: gVisor's in-sandbox pids cgroup for everything after us;
- * and the directory the execs' own groups go in (-1 if none). */
+/* pids-limit.c: gVisor's in-sandbox pids cgroup for everything after us. */
 int ab_agent_pids_limit (const char *arg, ab_error_t *err);
-int ab_agent_exec_cgroups (void);
 /* preload.c: a library every command gets first in LD_PRELOAD (gVisor). */
 void ab_agent_set_preload (const char *path);
 char **ab_agent_env_with_preload (char **env);

@@ -9,11 +9,7 @@
  * It never acts on signals sent from inside the sandbox: as PID 1 of its
  * pid namespace the kernel drops those it has no handler for, and the only
  * one it handles is SIGCHLD.  It is non-dumpable, so commands cannot trace
- * it or read its memory, environment or fds.  (This path is the native
- * backend's only, a kernel that honours non-dumpable; and kill(-1) on the
- * timeout and at the end already reaches every process.  So the commands'
- * own pid namespace of service mode, cmdns.c, is not made here: it would
- * cost a fork and some twenty mounts per run.) */
+ * it or read its memory, environment or fds. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

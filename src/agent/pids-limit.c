@@ -11,8 +11,8 @@
  * it sits below a directory no command can traverse: mode 0000, owned by
  * nobody, while the control files are root's 0644.  A command running as
  * uid 0 has no capabilities, so only the owner bits apply to it, and it
- * owns neither.  The agent keeps CAP_SYS_ADMIN: it makes a namespace for
- * every exec (cmdns.c); no command gets it. */
+ * owns neither.  Then the agent gives up CAP_SYS_ADMIN, needed only for
+ * the mount. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,7 +31,6 @@
 #define CG_GUARD       "/dev/.agentbox-pids"
 #define CG_DIR         CG_GUARD "/cg"
 #define CG_GROUP       CG_DIR "/sandbox"
-#define CG_MARKS       CG_GUARD "/marks"
 #define CG_GUARD_OWNER 65534 /* nobody */
 
 static int
@@ -45,6 +44,21 @@ write_file (const char *path, const char *value)
 	n = write (fd, value, strlen (value));
 	close (fd);
 	return n == (ssize_t)strlen (value) ? 0 : -1;
+}
+
+static int
+drop_sys_admin (void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (prctl (PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) < 0
+	    || syscall (SYS_capget, &hdr, data) < 0)
+		return -1;
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
+	return (int)syscall (SYS_capset, &hdr, data);
 }
 
 static int
@@ -72,23 +86,8 @@ ab_agent_pids_limit (const char *arg, ab_error_t *err)
 	if (errno || end == arg || *end || max == 0 || max > 4194304)
 		return ab_error (err, 0, AB_E_INVALID, "bad --pids-max %s", arg);
 	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0
-	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0)
+	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
+	    || drop_sys_admin () < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
 	return 0;
-}
-
-/* Where each exec's own group goes (cmdns.c, on gVisor, whose /proc has
- * no ns/uts to tell execs apart): a cpuacct hierarchy of its own, below
- * the same guard.  Not the pids hierarchy: gVisor's pids controller is
- * not hierarchical, so a process in a child group would escape the
- * sandbox's pids.max.  An O_DIRECTORY fd, or -1. */
-int
-ab_agent_exec_cgroups (void)
-{
-	if ((mkdir (CG_GUARD, 0700) < 0 && errno != EEXIST)
-	    || (mkdir (CG_MARKS, 0700) < 0 && errno != EEXIST)
-	    || mount ("none", CG_MARKS, "cgroup", MS_NOSUID | MS_NODEV | MS_NOEXEC, "cpuacct") < 0
-	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0)
-		return -1;
-	return open (CG_MARKS, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }

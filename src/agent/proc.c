@@ -4,16 +4,9 @@
  * last AB_PROC_KEEP_FINISHED finished ones with their retained output.
  *
  * Each process leads its own session and process group (setsid in the
- * child), and signals go to that group, so `sh -c 'a | b'` is stopped as a
- * whole.  The timeout and an explicit SIGTERM or SIGKILL reach every
- * process of the exec, also one that called setsid itself, by the exec's
- * mark (cmdns.c).  The leader's own exit kills nothing: what it left
- * running in the background (nohup, a daemon) lives on until a kill, the
- * timeout's end or SHUTDOWN.
- *
- * Pids are the agent's pid namespace's: what PROC_START answers and
- * PROC_LIST shows, and what PROC_SIGNAL, PROC_ATTACH... take.  Commands
- * live in a pid namespace of their own and see other numbers there. */
+ * child), and signals and the timeout go to that group, so `sh -c 'a | b'`
+ * is stopped as a whole.  A process that calls setsid itself leaves the
+ * group: only SHUTDOWN (kill(-1) from PID 1) reaches everything. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -75,7 +68,6 @@ proc_free (struct ab_proc_s *p)
 	 * happens 64 finished processes later, long after any grace. */
 	ab_timer_cancel (&p->timeout);
 	ab_timer_cancel (&p->drain);
-	ab_cmdns_mark_release (&p->mark);
 	for (char **a = p->argv; a && *a; a++)
 		free (*a);
 	free (p->argv);
@@ -145,10 +137,8 @@ ab_proc_reaped (pid_t pid, int status)
 {
 	struct ab_proc_s *p = find_proc ((uint32_t)pid);
 
-	if (!p || p->reaped) {
-		ab_cmdns_reaped (pid); /* the commands' init, or an orphan */
-		return;
-	}
+	if (!p || p->reaped)
+		return; /* an orphan that PID 1 inherited */
 	p->reaped = true;
 	p->wait_status = status;
 	if (p->out[0].fd >= 0 || p->out[1].fd >= 0)
@@ -164,10 +154,10 @@ on_timeout (struct ab_timer_s *t)
 	if (!p->in_grace) {
 		p->timed_out = true;
 		p->in_grace = true;
-		ab_cmdns_kill_exec (&p->mark, p->pid, SIGTERM);
+		kill (-p->pid, SIGTERM);
 		ab_timer_arm (&p->timeout, p->grace_ms, on_timeout, p);
 	} else {
-		ab_cmdns_kill_exec (&p->mark, p->pid, SIGKILL);
+		kill (-p->pid, SIGKILL);
 	}
 }
 
@@ -225,17 +215,13 @@ static int
 spawn (const struct ab_msg_s *m, struct ab_proc_s *p, ab_error_t *err)
 {
 	struct ab_exec_msg_s x;
-	struct ab_child_s child = { .pid = -1 };
+	struct ab_child_s child;
 	int cio[3], ours[3] = { -1, -1, -1 };
-	int r;
 
 	build_exec (m, &x);
 	if (!m->tty && make_pipes (m->stdin_open, cio, ours, err) < 0)
 		return -1;
-	ab_cmdns_exec_begin ();
-	r = ab_agent_spawn (&x, m->tty ? NULL : cio, &child, err);
-	ab_cmdns_exec_end (child.pid, &p->mark);
-	if (r < 0) {
+	if (ab_agent_spawn (&x, m->tty ? NULL : cio, &child, err) < 0) {
 		for (int i = 0; !m->tty && i < 3; i++)
 			close (cio[i]), close (ours[i]);
 		return -1;
@@ -284,7 +270,6 @@ proc_new (const struct ab_msg_s *m)
 	p->started_unix_ms = ab_unix_ms ();
 	p->grace_ms = m->grace_ms ? m->grace_ms : DEFAULT_GRACE_MS;
 	p->in_fd = p->pty = -1;
-	p->mark = AB_EXEC_MARK_NONE;
 	p->in_w.fd = -1;
 	p->acks_tail = &p->acks;
 	for (pp = &ab_procs; *pp; pp = &(*pp)->next)
@@ -368,9 +353,6 @@ ab_req_proc_signal (struct ab_session_s *s, struct ab_msg_s *m)
 		ab_session_fail (s, m->req_id, &err);
 		return;
 	}
-	/* A kill reaches every process of the exec, not only its group. */
-	if (m->signal == SIGKILL || m->signal == SIGTERM)
-		ab_cmdns_kill_exec (&p->mark, 0, (int)m->signal);
 	ab_session_ok (s, m->req_id, NULL);
 }
 

@@ -46,7 +46,6 @@ struct ab_proc_s {
 	pid_t pid;
 	char **argv;
 	bool tty;
-	struct ab_exec_mark_s mark; /* cmdns.c */
 	uint64_t started_unix_ms;
 	int pty;                   /* master, for resize; -1 without tty */
 	struct ab_stream_s out[2]; /* stdout, stderr */

@@ -33,12 +33,8 @@ static struct {
 	bool active;
 	struct ab_session_s *s;
 	uint32_t req_id;
-	struct ab_timer_s grace, poll;
+	struct ab_timer_s grace;
 } shutdown_state;
-
-/* Orphans are the commands' init's children (cmdns.c), so their end sends
- * the agent no SIGCHLD: during a shutdown, look every few ms. */
-#define SHUTDOWN_POLL_MS 20
 
 /* ---- CONFIG ------------------------------------------------------------------ */
 
@@ -174,12 +170,11 @@ on_grace (struct ab_timer_s *t)
 	finish_shutdown ();
 }
 
-static void
-on_shutdown_poll (struct ab_timer_s *t)
+static bool
+no_children (void)
 {
-	if (ab_cmdns_idle ())
-		finish_shutdown ();
-	ab_timer_arm (t, SHUTDOWN_POLL_MS, on_shutdown_poll, NULL);
+	return waitid (P_ALL, 0, &(siginfo_t){ 0 }, WEXITED | WNOHANG | WNOWAIT) < 0
+	       && errno == ECHILD;
 }
 
 void
@@ -199,10 +194,9 @@ ab_req_shutdown (struct ab_session_s *s, struct ab_msg_s *m)
 	/* From PID 1, kill(-1) reaches every process of the namespace: a
 	 * process that left its group (setsid) is not forgotten. */
 	kill (-1, SIGTERM);
-	if (ab_cmdns_idle ())
+	if (no_children ())
 		finish_shutdown ();
 	ab_timer_arm (&shutdown_state.grace, grace, on_grace, NULL);
-	ab_timer_arm (&shutdown_state.poll, SHUTDOWN_POLL_MS, on_shutdown_poll, NULL);
 }
 
 /* A session that asked for SHUTDOWN and went away is not answered. */
@@ -226,7 +220,7 @@ on_sigchld (struct ab_watch_s *w, uint32_t events)
 		;
 	while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
 		ab_proc_reaped (pid, status);
-	if (shutdown_state.active && ab_cmdns_idle ())
+	if (shutdown_state.active && pid < 0 && errno == ECHILD)
 		finish_shutdown ();
 }
 
@@ -279,7 +273,6 @@ ab_service_run (int listen_fd)
 	raise_nofile ();
 	ab_agent_release_stdio ();
 	ab_agent_loopback_up ();
-	ab_cmdns_setup ();
 	ab_set_cloexec (listen_fd, 1);
 	ab_set_nonblock (listen_fd, 1);
 	if (ab_loop_init (&err) < 0 || (sigfd = setup_signals (&err)) < 0)

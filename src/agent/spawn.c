@@ -143,10 +143,6 @@ run_child (const struct ab_exec_msg_s *req, char **env, int master, const int *s
 	reset_signals ();
 	if (setsid () < 0)
 		child_fail (report_fd, STAGE_SETUP);
-	/* The exec's mark (cmdns.c), which every process it forks inherits
-	 * and none can shed; needs CAP_SYS_ADMIN, so before confinement. */
-	if (ab_cmdns_child_enter () < 0)
-		child_fail (report_fd, STAGE_SETUP);
 	if (master >= 0 && attach_tty (master) < 0)
 		child_fail (report_fd, STAGE_TTY);
 	if (master < 0 && stdio && attach_stdio (stdio) < 0)

@@ -11,14 +11,12 @@
 /* The agent needs these to run commands as their user and serve files as
  * the file user; the commands it starts drop every one of them, lock the
  * securebits and set no_new_privs (agent/confine.c).  Nothing else: no
- * CAP_SYS_PTRACE, CAP_NET_RAW, CAP_MKNOD.  CAP_SYS_ADMIN: the commands'
- * pid namespace and its /proc, each exec's UTS namespace (agent/cmdns.c)
- * and the pids limit (args_json). */
+ * CAP_SYS_PTRACE, CAP_NET_RAW, CAP_MKNOD, and CAP_SYS_ADMIN only for the
+ * pids limit (args_json). */
 static const char *const agent_caps[] = {
-	"CAP_CHOWN",     "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-	"CAP_FSETID",    "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
-	"CAP_SETPCAP",   "CAP_NET_ADMIN", /* lo up, where the runtime left it down */
-	"CAP_SYS_ADMIN",
+	"CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+	"CAP_FSETID",  "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
+	"CAP_SETPCAP", "CAP_NET_ADMIN", /* lo up, where the runtime left it down */
 };
 
 #define BIND_RO   "rbind", "ro", "nosuid", "nodev"
@@ -147,7 +145,8 @@ mounts_json (const struct ab_oci_bundle_s *b, ab_error_t *err)
 }
 
 /* The agent's command line: with a pids limit, the agent applies it in
- * gVisor's own pids cgroup (agent/pids-limit.c). */
+ * gVisor's own pids cgroup (agent/pids-limit.c), which needs CAP_SYS_ADMIN
+ * for one mount; the agent drops it right after. */
 static json_t *
 args_json (const struct ab_oci_bundle_s *b)
 {
@@ -170,6 +169,7 @@ args_json (const struct ab_oci_bundle_s *b)
 static json_t *
 process_json (const struct ab_oci_bundle_s *b)
 {
+	const struct ab_spec_s *spec = b->spec;
 	json_t *p = json_object (), *caps = json_object (), *user = json_object ();
 	json_t *nofile = json_object (), *rlimits = json_array ();
 	const char *const sets[] = { "bounding", "effective", "permitted" };
@@ -177,6 +177,8 @@ process_json (const struct ab_oci_bundle_s *b)
 
 	for (size_t i = 0; i < sizeof agent_caps / sizeof *agent_caps; i++)
 		json_array_append_new (list, json_string (agent_caps[i]));
+	if (spec->limits.pids)
+		json_array_append_new (list, json_string ("CAP_SYS_ADMIN"));
 	for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
 		json_object_set_new (caps, sets[i], json_deep_copy (list));
 	json_decref (list);

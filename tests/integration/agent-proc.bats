@@ -78,25 +78,6 @@ teardown() {
 	[[ "$output" == *"not_found"* ]]
 }
 
-@test "SIGTERM and SIGKILL reach a setsid child of the exec; other signals only the group" {
-	count() { ctl exec -- sh -c "ps -eo args | grep -c '^sleep $1\$'"; }
-	pid="$(ctl exec -d -- sh -c 'setsid sleep 1001 & trap "" INT; sleep 1000')"
-	for i in $(seq 100); do [ "$(count 1001)" = 1 ] && break; sleep 0.1; done
-	[ "$(count 1001)" = 1 ]
-	# SIGINT goes to the group: the setsid sleep is not in it.
-	run -0 ctl signal "$pid" 2
-	sleep 0.3
-	[ "$(count 1001)" = 1 ]
-	run -0 ctl signal "$pid" 9
-	run -137 ctl attach "$pid"
-	for i in $(seq 100); do [ "$(count 1001)" = 0 ] && break; sleep 0.1; done
-	[ "$(count 1001)" = 0 ]
-	# Nothing of the agent in the commands' /proc: PID 1 is their init.
-	run -0 ctl exec -- sh -c 'grep ^Uid: /proc/1/status; ls /proc/1/fd | wc -l'
-	[[ "${lines[0]}" == "Uid:	65534"* ]]
-	[ "${lines[1]}" = 0 ]
-}
-
 @test "a timeout sends SIGTERM, then SIGKILL after the grace, to the whole group" {
 	start=$(date +%s%N)
 	run -124 ctl exec -T 300 -g 300 -- sh -c 'trap "" TERM; sleep 1000 & sleep 1000; echo never'
