@@ -297,8 +297,8 @@ ab_fspath_parse (const char *path, ab_fs_access how, struct ab_fspath_s *out, ab
 		if (split (buf, comps + MAX_COMPONENTS, &n, path, err) < 0
 		    || read_components (path, root_buf, comps, &n, err) < 0)
 			return -1;
-		/* By name too, before any lookup: /proc here is the commands' view,
-		 * where the agent has no "self" (a lookup would say "not found"). */
+		/* By name too, before any lookup, so that every /proc path gets the
+		 * same answer whatever is mounted there. */
 		if (n > 0 && strcmp (comps[0], "proc") == 0)
 			return ab_error (err, 0, AB_E_DENIED,
 			                 "%s is in /proc, which the file service does not serve",

@@ -185,8 +185,7 @@ teardown() {
 	[[ "$output" != *locked*locked* ]]
 	chmod 0600 "$WS/locked"
 	# /proc is not served: refused by name, plain files, links and magic
-	# links alike.  Through a link the lookup may end sooner: the agent's
-	# /proc is its commands' (agent/cmdns.c), where it has no "self".
+	# links alike (through a link the lookup may end sooner, not found).
 	ln -s /proc/self/root/etc/passwd "$WS/magic"
 	ln -s /proc/1/root "$WS/p1root"
 	ln -s /proc/self/environ "$WS/environ"

@@ -114,17 +114,11 @@ wait_conns() {
 # end_hold PID: end the `sleep 20` running in the pid namespace of PID (it
 # holds a command back until the test lets it go); waits 10 s for it.
 end_hold() {
-	local ns cmdns p i
-	# Commands run in a pid namespace the agent made for them (agent/cmdns.c);
-	# both are the sandbox's.
+	local ns p i
 	ns="$(readlink "/proc/$1/ns/pid")"
-	cmdns="$(readlink "/proc/$1/ns/pid_for_children")"
 	for ((i = 0; i < 100; i++)); do
 		for p in $(pgrep -x sleep); do
-			case "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" in
-			"$ns" | "$cmdns") ;;
-			*) continue ;;
-			esac
+			[ "$(readlink "/proc/$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
 			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 20 " ] || continue
 			kill -TERM "$p" && return 0
 		done
