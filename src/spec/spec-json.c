@@ -136,6 +136,47 @@ key_rootfs (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err
 }
 
 static int
+key_image (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
+{
+	return get_string (v, k, true, &s->image, err);
+}
+
+static int
+key_image_digest (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
+{
+	return get_string (v, k, true, &s->image_digest, err);
+}
+
+/* "root": {"layers": [DIR...], "read_only": bool}, or null for none. */
+static int
+key_root (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
+{
+	const char *name;
+	json_t *val;
+
+	if (json_is_null (v)) {
+		ab_cleanup_strvp (&s->root.layers);
+		s->root.read_only = false;
+		return 0;
+	}
+	if (!json_is_object (v))
+		return bad_type (k, "an object or null", err);
+	json_object_foreach ((json_t *)v, name, val)
+	{
+		if (strcmp (name, "layers") == 0) {
+			if (get_strv (val, "root.layers", &s->root.layers, err) < 0)
+				return -1;
+		} else if (strcmp (name, "read_only") == 0) {
+			if (!json_is_boolean (val))
+				return bad_type ("root.read_only", "a boolean", err);
+			s->root.read_only = json_is_true (val);
+		} else
+			return ab_error (err, 0, AB_E_INVALID, "unknown key 'root.%s'", name);
+	}
+	return 0;
+}
+
+static int
 key_workspace (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
 {
 	return get_string (v, k, true, &s->workspace, err);
@@ -417,6 +458,9 @@ apply_limits (const json_t *v, unsigned flags, struct ab_spec_s *s, ab_error_t *
 static const struct key_s keys[] = {
 	{ "backend", key_backend, false },
 	{ "rootfs", key_rootfs, false },
+	{ "image", key_image, false },
+	{ "root", key_root, false },
+	{ "image_digest", key_image_digest, true },
 	{ "workspace", key_workspace, false },
 	{ "mounts", key_mounts, false },
 	{ "env", key_env, false },
@@ -542,11 +586,19 @@ ab_spec_to_json (const struct ab_spec_s *s, unsigned flags)
 		                                strv_json (s->egress.allow_cidrs), "policy_file",
 		                                str_or_null (s->egress.policy_file), "audit_log",
 		                                str_or_null (s->egress.audit_log)));
+	if (s->image)
+		json_object_set_new (o, "image", json_string (s->image));
+	if (s->root.layers)
+		json_object_set_new (o, "root",
+		                     json_pack ("{s:o, s:b}", "layers", strv_json (s->root.layers),
+		                                "read_only", s->root.read_only));
 	if (s->microvm_accel && strcmp (s->microvm_accel, "auto") != 0)
 		json_object_set_new (o, "microvm_accel", json_string (s->microvm_accel));
 	if (flags & AB_SPEC_JSON_INTERNAL) {
 		json_object_set_new (o, "argv", strv_json (s->argv));
 		json_object_set_new (o, "service_socket", str_or_null (s->service_socket));
+		if (s->image_digest)
+			json_object_set_new (o, "image_digest", json_string (s->image_digest));
 	}
 	return o;
 }

@@ -53,6 +53,9 @@ ab_spec_free (struct ab_spec_s *spec)
 {
 	free (spec->backend);
 	free (spec->rootfs);
+	free (spec->image);
+	free (spec->image_digest);
+	free_strv (spec->root.layers);
 	free (spec->workspace);
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		free (spec->mounts[i].source);
@@ -164,6 +167,23 @@ check_mount (const struct ab_spec_s *spec, size_t i, ab_error_t *err)
 	return 0;
 }
 
+/* One kind of root at a time; layers are absolute host directories. */
+static int
+check_root (const struct ab_spec_s *spec, ab_error_t *err)
+{
+	int kinds = !!spec->rootfs + !!spec->root.layers + (spec->image && !spec->root.layers);
+
+	if (kinds > 1)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "give one root: --rootfs, --image or root layers");
+	if (spec->root.layers && !spec->root.layers[0])
+		return ab_error (err, 0, AB_E_INVALID, "root layers must not be empty");
+	for (char **l = spec->root.layers; l && *l; l++)
+		if ((*l)[0] != '/')
+			return ab_error (err, 0, AB_E_INVALID, "root layer '%s' must be absolute", *l);
+	return 0;
+}
+
 int
 ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 {
@@ -177,6 +197,8 @@ ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err)
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (check_mount (spec, i, err) < 0)
 			return -1;
+	if (check_root (spec, err) < 0)
+		return -1;
 	if (spec->hostname[0] == '\0' || strlen (spec->hostname) > 64)
 		return ab_error (err, 0, AB_E_INVALID, "hostname must be 1 to 64 characters");
 	for (const char *h = spec->hostname; *h; h++)

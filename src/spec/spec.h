@@ -61,9 +61,24 @@ struct ab_limits_s {
 	bool explicit_cgroup;   /* memory/pids/cpus given by the user: cgroups are a must */
 };
 
+/* A layered root: read-only layer directories on the host, lowest first,
+ * with a per-sandbox upper layer over them unless read_only.  An image
+ * (`--image`, the image store in image/) fills it; backends read only
+ * this, never the store. */
+struct ab_root_layers_s {
+	char **layers;  /* NULL-terminated absolute host dirs, lowest first; NULL = none */
+	bool read_only; /* no upper layer: writes to the root fail (--read-only) */
+};
+
 struct ab_spec_s {
 	char *backend;   /* "auto" or a backend name */
 	char *rootfs;    /* NULL = host binds, else an unpacked image */
+	/* The image as the user named it ("python:3.12-slim"), NULL = none;
+	 * image/ resolves it into `root` (and the image's defaults) before a
+	 * backend sees the spec, and records the digest it resolved to. */
+	char *image;
+	char *image_digest; /* "sha256:<hex>" of the resolved manifest, NULL = not resolved */
+	struct ab_root_layers_s root;
 	char *workspace; /* host dir, NULL = none */
 	struct ab_mount_s *mounts;
 	size_t n_mounts;
