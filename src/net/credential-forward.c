@@ -78,29 +78,53 @@ can_reuse (const struct ab_cp_conn_s *c)
 	return c->up != NULL && c->r.up_idle && c->up_cfg == c->cfg && c->up_ups == c->ups;
 }
 
+/* A new upstream connection for the current upstream of c. */
+static int
+open_upstream (struct ab_cp_conn_s *c)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	ab_cp_close_upstream (&c->r);
+	c->up = ab_http_client_new (&ab_cp_conn_proxy (c)->client_cfg, &c->ups->url,
+	                            upstream_notify, &c->r, &err);
+	if (c->up == NULL)
+		return upstream_failed (c, err.msg);
+	c->up_cfg = ab_cred_config_ref (c->cfg);
+	c->up_ups = c->ups;
+	return 0;
+}
+
+int
+ab_cp_redial (struct ab_relay_conn_s *rc)
+{
+	struct ab_cp_conn_s *c = ab_cp_conn (rc);
+	int r = open_upstream (c);
+
+	if (r != 0)
+		return r;
+	rc->state = AB_RELAY_ST_CONNECT;
+	rc->t_phase = rc->t_last = ab_relay_now_us ();
+	return AB_RELAY_AGAIN;
+}
+
 int
 ab_cp_forward_start (struct ab_cp_conn_s *c, const struct ab_http_head_s *h,
                      const struct ab_cp_target_s *t)
 {
-	ab_error_t err = AB_ERROR_INIT;
 	const char *proxy_auth = NULL;
 	bool absolute;
 	bool reuse = can_reuse (c);
+	int r;
 
-	if (!reuse) {
-		ab_cp_close_upstream (&c->r);
-		c->up = ab_http_client_new (&ab_cp_conn_proxy (c)->client_cfg, &c->ups->url,
-		                            upstream_notify, &c->r, &err);
-		if (c->up == NULL)
-			return upstream_failed (c, err.msg);
-		c->up_cfg = ab_cred_config_ref (c->cfg);
-		c->up_ups = c->ups;
-	}
+	if (!reuse && (r = open_upstream (c)) != 0)
+		return r;
 	c->r.up_idle = false;
 	absolute = ab_http_client_absolute_form (c->up, &proxy_auth);
 	ab_iobuf_free (&c->r.uout);
 	ab_cp_build_request (&c->r.uout, h, c->cfg, c->ups, t, absolute, proxy_auth);
 	ab_relay_forward_begin (&c->r, h);
+	if (reuse)
+		ab_relay_forward_reused (&c->r);
 	c->r.state = reuse ? AB_RELAY_ST_FORWARD : AB_RELAY_ST_CONNECT;
 	c->r.t_phase = c->r.t_last = ab_relay_now_us ();
 	return AB_RELAY_AGAIN;

@@ -113,5 +113,7 @@ int ab_cp_fail (struct ab_relay_conn_s *rc, ab_relay_fail_kind kind, int status,
                 const char *reason);
 int ab_cp_timeout (struct ab_relay_conn_s *rc);
 void ab_cp_close_upstream (struct ab_relay_conn_s *rc);
+/* ops->redial: a new upstream connection for the request in uout. */
+int ab_cp_redial (struct ab_relay_conn_s *rc);
 
 #endif

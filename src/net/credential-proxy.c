@@ -193,6 +193,7 @@ static const struct ab_relay_ops_s cred_ops = {
 	.timeout = ab_cp_timeout,
 	.fail = ab_cp_fail,
 	.done = done,
+	.redial = ab_cp_redial,
 	.close_upstream = ab_cp_close_upstream,
 	.release = conn_release,
 	.report = report,

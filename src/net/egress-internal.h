@@ -94,6 +94,8 @@ void ab_egress_log (ab_egress_proxy_t *p, const char *line, size_t len);
 void ab_egress_req_reset (struct ab_egress_conn_s *c);
 int ab_egress_request (struct ab_relay_conn_s *rc, const struct ab_http_head_s *h, size_t head_len);
 int ab_egress_connect_step (struct ab_relay_conn_s *rc);
+/* ops->redial: the policy decision and a new dial for the request in uout. */
+int ab_egress_redial (struct ab_relay_conn_s *rc);
 int ab_egress_timeout (struct ab_relay_conn_s *rc);
 int ab_egress_fail (struct ab_relay_conn_s *rc, ab_relay_fail_kind kind, int status,
                     const char *reason);

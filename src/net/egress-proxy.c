@@ -176,6 +176,7 @@ static const struct ab_relay_ops_s egress_ops = {
 	.timeout = ab_egress_timeout,
 	.fail = ab_egress_fail,
 	.done = done,
+	.redial = ab_egress_redial,
 	.close_upstream = close_upstream,
 	.release = conn_release,
 	.report = report,

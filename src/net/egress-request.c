@@ -278,6 +278,7 @@ decide (struct ab_egress_conn_s *c)
 		log_decision (c, " -> ", rq->addr_text);
 		c->r.up_idle = false;
 		c->r.state = AB_RELAY_ST_FORWARD;
+		ab_relay_forward_reused (&c->r);
 		return AB_RELAY_AGAIN;
 	}
 	ab_egress_conn_close_upstream (c);
@@ -289,6 +290,13 @@ decide (struct ab_egress_conn_s *c)
 		return dial_next (c);
 	}
 	return start_resolve (c);
+}
+
+int
+ab_egress_redial (struct ab_relay_conn_s *rc)
+{
+	/* The upstream is gone, so this decides and dials afresh. */
+	return decide ((struct ab_egress_conn_s *)rc);
 }
 
 /* Parse an authority into rq.hp; a refusal is the policy's (403). */

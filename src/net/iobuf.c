@@ -91,6 +91,14 @@ ab_iobuf_free (struct ab_iobuf_s *b)
 	b->cap = b->start = b->end = 0;
 }
 
+void
+ab_iobuf_wipe (struct ab_iobuf_s *b)
+{
+	if (b->data)
+		explicit_bzero (b->data, b->cap);
+	ab_iobuf_free (b);
+}
+
 ssize_t
 ab_iobuf_read (struct ab_iobuf_s *b, int fd, size_t chunk, size_t max_cap)
 {

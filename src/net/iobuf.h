@@ -41,6 +41,9 @@ void ab_iobuf_printf (struct ab_iobuf_s *b, const char *fmt, ...)
 /* Free the memory if the buffer is empty. */
 void ab_iobuf_trim (struct ab_iobuf_s *b);
 void ab_iobuf_free (struct ab_iobuf_s *b);
+/* Free after overwriting every byte the buffer held: for heads that may
+ * carry secrets (the credential proxy's injected fields). */
+void ab_iobuf_wipe (struct ab_iobuf_s *b);
 
 /* read(2) into the buffer (at most max_cap bytes held); returns what read
  * returned (-1 with errno, EAGAIN included). */

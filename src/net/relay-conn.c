@@ -168,7 +168,8 @@ conn_free (struct ab_relay_conn_s *c)
 	ab_iobuf_free (&c->cin);
 	ab_iobuf_free (&c->cout);
 	ab_iobuf_free (&c->uin);
-	ab_iobuf_free (&c->uout);
+	ab_iobuf_wipe (&c->uout);
+	ab_iobuf_wipe (&c->replay);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -450,7 +451,8 @@ ab_relay_answer (struct ab_relay_conn_s *c, int status, const char *body)
 	ab_relay_dirs_release (c);
 	if (c->us != NULL)
 		r->ops->close_upstream (c);
-	ab_iobuf_free (&c->uout);
+	ab_iobuf_wipe (&c->uout);
+	ab_iobuf_wipe (&c->replay);
 	ab_iobuf_free (&c->cin);
 	c->state = AB_RELAY_ST_CLOSING;
 	c->t_phase = ab_relay_now_us ();

@@ -25,6 +25,18 @@
 /* take_response_bytes: the head is not complete yet. */
 #define NEED_MORE 3
 
+/* RFC 9110 9.2.2 (CONNECT is never forwarded this way). */
+static bool
+idempotent_method (const char *s, size_t len)
+{
+	static const char *const names[] = { "get", "head", "options", "trace", "put", "delete" };
+
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (ab_http_token_eq (s, len, names[i]))
+			return true;
+	return false;
+}
+
 void
 ab_relay_forward_begin (struct ab_relay_conn_s *c, const struct ab_http_head_s *h)
 {
@@ -37,6 +49,38 @@ ab_relay_forward_begin (struct ab_relay_conn_s *c, const struct ab_http_head_s *
 	if (h->body == AB_HTTP_BODY_CHUNKED)
 		ab_http_chunked_init (&m->req_chunked);
 	m->resp_phase = AB_RELAY_RESP_HEAD;
+	m->idempotent = m->req_done && idempotent_method (h->method, h->method_len);
+	ab_iobuf_wipe (&c->replay);
+}
+
+void
+ab_relay_forward_reused (struct ab_relay_conn_s *c)
+{
+	if (!c->m.idempotent || c->m.retried || c->relay->ops->redial == NULL)
+		return;
+	ab_iobuf_wipe (&c->replay);
+	ab_iobuf_append (&c->replay, ab_iobuf_peek (&c->uout), ab_iobuf_len (&c->uout));
+}
+
+/* The reused upstream failed before any byte of an answer: send the head
+ * again on a new one, once (*step: the redial's step result).  False
+ * when this failure is not that case. */
+static bool
+retry_unanswered (struct ab_relay_conn_s *c, int *step)
+{
+	struct ab_relay_msg_s *m = &c->m;
+
+	if (ab_iobuf_len (&c->replay) == 0 || m->retried || m->resp_started
+	    || m->resp_phase != AB_RELAY_RESP_HEAD || ab_iobuf_len (&c->uin) > 0)
+		return false;
+	m->retried = true;
+	c->relay->ops->close_upstream (c);
+	ab_iobuf_wipe (&c->uout);
+	c->uout = c->replay;
+	memset (&c->replay, 0, sizeof c->replay);
+	m->resp_scan = 0;
+	*step = c->relay->ops->redial (c);
+	return true;
 }
 
 /* Whether both ends are plain fds the service lets us splice between. */
@@ -134,11 +178,15 @@ pump_request (struct ab_relay_conn_s *c)
 			if (!ab_stream_can_write (c->us))
 				return AB_RELAY_WAIT;
 			n = send_pair (c, c->us, &c->uout, ab_iobuf_peek (&c->cin), m->cin_ready);
-			if (n < 0)
-				return errno == EAGAIN
-				               ? AB_RELAY_WAIT
+			if (n < 0 && errno == EAGAIN)
+				return AB_RELAY_WAIT;
+			if (n < 0) {
+				int r;
+				return retry_unanswered (c, &r)
+				               ? r
 				               : ab_relay_fail (c, AB_RELAY_FAIL_UPSTREAM, 502,
 				                                "upstream write failed");
+			}
 			ab_iobuf_consume (&c->cin, (size_t)n);
 			m->cin_ready -= (size_t)n;
 			m->bytes_up += (size_t)n;
@@ -234,9 +282,12 @@ upstream_eof (struct ab_relay_conn_s *c)
 {
 	struct ab_relay_msg_s *m = &c->m;
 
-	if (m->resp_phase == AB_RELAY_RESP_HEAD)
-		return ab_relay_fail (c, AB_RELAY_FAIL_UPSTREAM, 502,
-		                      "upstream closed the connection");
+	if (m->resp_phase == AB_RELAY_RESP_HEAD) {
+		int r;
+		return retry_unanswered (c, &r) ? r
+		                                : ab_relay_fail (c, AB_RELAY_FAIL_UPSTREAM, 502,
+		                                                 "upstream closed the connection");
+	}
 	if (m->resp_body == AB_HTTP_BODY_UNTIL_CLOSE) {
 		m->resp_phase = AB_RELAY_RESP_DONE;
 		m->upstream_close = true;
@@ -346,6 +397,7 @@ read_response (struct ab_relay_conn_s *c)
 	ssize_t n =
 	        ab_relay_read (c->us, &c->uin, want, max_in, ops->upstream_hup ? c->u_hup : true);
 	char why[AB_RELAY_ERROR_MAX];
+	int r;
 
 	if (n > 0) {
 		c->t_last = ab_relay_now_us ();
@@ -358,6 +410,8 @@ read_response (struct ab_relay_conn_s *c)
 	if (n == 0 || c->us->ssl == NULL)
 		return upstream_eof (c);
 	snprintf (why, sizeof why, "upstream read failed: %s", strerror (errno));
+	if (retry_unanswered (c, &r))
+		return r;
 	return ab_relay_fail (c, AB_RELAY_FAIL_UPSTREAM, 502, why);
 }
 
@@ -433,7 +487,8 @@ complete (struct ab_relay_conn_s *c)
 		c->up_idle = true;
 		ab_iobuf_free (&c->uin);
 	}
-	ab_iobuf_free (&c->uout);
+	ab_iobuf_wipe (&c->uout);
+	ab_iobuf_wipe (&c->replay);
 	ab_iobuf_free (&c->cout);
 	/* Pipes are per body, not per connection: an idle keep-alive client
 	 * holds one descriptor, not five. */

@@ -119,6 +119,8 @@ struct ab_relay_msg_s {
 	size_t uin_ready;
 	size_t resp_scan;
 	bool resp_started; /* the client got response bytes: no error answer now */
+	bool idempotent;   /* a method RFC 9110 9.2.2 calls idempotent, without a body */
+	bool retried;      /* already sent again once on a new upstream */
 
 	uint64_t bytes_up;
 	uint64_t bytes_down;
@@ -148,6 +150,10 @@ struct ab_relay_conn_s {
 	struct ab_iobuf_s cout; /* for the client: our heads and answers */
 	struct ab_iobuf_s uin;  /* from upstream */
 	struct ab_iobuf_s uout; /* for upstream: the rewritten request head */
+	/* A copy of uout while an idempotent request rides a kept-alive
+	 * upstream: sent once more on a new one if that upstream turns out
+	 * closed before answering (ab_relay_forward_reused). */
+	struct ab_iobuf_s replay;
 	size_t head_scan;
 
 	uint64_t t_head_start; /* first byte of the current head, 0 if none */
@@ -190,6 +196,10 @@ struct ab_relay_ops_s {
 	             const char *reason);
 	/* A response was relayed whole. */
 	void (*done) (struct ab_relay_conn_s *c);
+	/* Dial a new upstream for the request in uout (the one retry after a
+	 * kept-alive upstream closed unanswered): AB_RELAY_ST_CONNECT, as
+	 * after `request`.  NULL: the service never retries. */
+	int (*redial) (struct ab_relay_conn_s *c);
 	/* Drop the upstream connection (sets c->us NULL). */
 	void (*close_upstream) (struct ab_relay_conn_s *c);
 	/* Free the service's parts of a connection being freed. */
@@ -283,6 +293,12 @@ ssize_t ab_relay_writev2 (struct ab_relay_s *r, struct ab_stream_s *s, struct ab
 /* The request h is to be forwarded: set up both bodies' framing.  The
  * service writes the rewritten head into uout itself. */
 void ab_relay_forward_begin (struct ab_relay_conn_s *c, const struct ab_http_head_s *h);
+/* The head in uout goes out on a kept-alive upstream (call after writing
+ * it).  A server may close an idle connection just as we reuse it (RFC
+ * 9112 9.3.1); an idempotent request without a body then goes once more
+ * on a new upstream (ops->redial) instead of failing with a 502.  Other
+ * requests fail as before: they may have had an effect. */
+void ab_relay_forward_reused (struct ab_relay_conn_s *c);
 int ab_relay_forward_step (struct ab_relay_conn_s *c);
 
 bool ab_relay_dir_open (struct ab_relay_dir_s *d);

@@ -8,6 +8,10 @@
  *       /echo       the request body back          /silent     never answers
  *       /status/N   status N, empty body           /bad-cl-te  CL and TE (invalid)
  *       /hop        a response full of hop-by-hop fields
+ *       /conn       the connection's serial number (1, 2, ...) as the body
+ *       /then-drop  like /conn, but the next request on this connection
+ *                   is read and the connection closed without an answer
+ *                   (a kept-alive server closing just as it is reused)
  *   egress-origin --echo    raw bytes back; on EOF writes "EOF\n" and closes
  *   egress-origin --silent  accepts and never writes
  */
@@ -26,6 +30,7 @@
 
 enum { MODE_HTTP, MODE_ECHO, MODE_SILENT };
 static int mode = MODE_HTTP;
+static unsigned n_conns;
 
 #define HEAD_MAX 65536
 #define BODY_MAX (16 << 20)
@@ -56,6 +61,8 @@ pattern (char *p, size_t n)
 
 struct conn_s {
 	int fd;
+	unsigned serial;
+	bool drop_next;
 	char buf[HEAD_MAX];
 	size_t len;
 };
@@ -241,6 +248,15 @@ respond (struct conn_s *c, const char *head, size_t hlen, const char *body, size
 		write_all (c->fd, line, strlen (line));
 		return keep ? 0 : -1;
 	}
+	if (strcmp (path, "/conn") == 0 || strcmp (path, "/then-drop") == 0) {
+		char num[16];
+		int nl = snprintf (num, sizeof num, "%u", c->serial);
+		c->drop_next = strcmp (path, "/then-drop") == 0;
+		snprintf (line, sizeof line, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", nl);
+		write_all (c->fd, line, strlen (line));
+		write_all (c->fd, num, (size_t)nl);
+		return keep ? 0 : -1;
+	}
 	if (strcmp (path, "/hop") == 0) {
 		snprintf (
 		        line, sizeof line,
@@ -281,7 +297,7 @@ serve_http (struct conn_s *c)
 		size_t blen;
 		int r;
 
-		if (hl < 0)
+		if (hl < 0 || c->drop_next)
 			return;
 		memcpy (head, c->buf, (size_t)hl);
 		head[hl] = '\0';
@@ -382,6 +398,7 @@ main (int argc, char **argv)
 		}
 		c = calloc (1, sizeof *c);
 		c->fd = fd;
+		c->serial = __atomic_add_fetch (&n_conns, 1, __ATOMIC_RELAXED);
 		if (pthread_create (&t, &attr, conn_main, c) != 0) {
 			close (fd);
 			free (c);

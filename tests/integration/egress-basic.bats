@@ -114,6 +114,28 @@ teardown() {
 	[[ "$(audit_last .time)" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$ ]]
 }
 
+@test "a kept-alive upstream that closes as it is reused: GET is sent once more, POST gets 502" {
+	start_origin WEB
+	start_proxy "${ALL_DENY[@]}" --allow-cidr 127.0.0.1/32
+	U="http://127.0.0.1:$WEB_PORT"
+	# /then-drop answers with its connection's number and drops that
+	# connection at its next request: the proxy's reuse meets a close.
+	run -0 inns curl -sS --max-time 20 --proxy "$PROXY" "$U/then-drop" \
+		--next --proxy "$PROXY" -w ' %{http_code}' "$U/conn"
+	[ "$output" = "12 200" ]
+	run -0 inns curl -sS --max-time 20 --proxy "$PROXY" "$U/then-drop" \
+		--next --proxy "$PROXY" -o /dev/null -w '%{http_code}' -X PUT "$U/conn"
+	[ "${output: -3}" = 200 ]
+	# A POST may have had an effect: never sent twice.
+	run -0 inns curl -sS --max-time 20 --proxy "$PROXY" "$U/then-drop" \
+		--next --proxy "$PROXY" -o /dev/null -w '%{http_code}' -d x "$U/echo"
+	[ "${output: -3}" = 502 ]
+	# The retry is decided by the policy again, like the first request: the
+	# PUT twice (reused, then on a new upstream), the POST once.
+	[ "$(grep -c "^PUT 127.0.0.1:$WEB_PORT -> " "$T/proxy.err")" -eq 2 ]
+	[ "$(grep -c "^POST 127.0.0.1:$WEB_PORT -> " "$T/proxy.err")" -eq 1 ]
+}
+
 @test "CONNECT tunnel: 200 Connection Established, then bytes both ways" {
 	start_origin WEB
 	start_proxy "${ALL_DENY[@]}" --allow-cidr 127.0.0.1/32
