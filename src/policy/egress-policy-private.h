@@ -15,8 +15,9 @@ struct ab_egress_policy_s {
 	size_t n_deny;
 	struct ab_cidr_s *cidrs;
 	size_t n_cidrs;
-	struct ab_addr_s *local;
+	struct ab_addr_s *local; /* fixed (tests) or read at load time */
 	size_t n_local;
+	bool live_local; /* also the host's addresses as they are now */
 };
 
 /* A deep copy (JSON files are applied to a copy, then swapped in, so a bad

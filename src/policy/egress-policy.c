@@ -163,6 +163,7 @@ ab_egress_policy_set_local_addrs (struct ab_egress_policy_s *p, const struct ab_
 	free (p->local);
 	p->local = dup_array (addrs, n, sizeof *addrs);
 	p->n_local = n;
+	p->live_local = false;
 }
 
 int
@@ -176,6 +177,7 @@ ab_egress_policy_load_local_addrs (struct ab_egress_policy_s *p, ab_error_t *err
 	free (p->local);
 	p->local = steal_pointer (&list);
 	p->n_local = n;
+	p->live_local = true;
 	return 0;
 }
 
@@ -306,13 +308,17 @@ ab_egress_check_host (const struct ab_egress_policy_s *p, const struct ab_hostpo
 	return verdict (v, true, AB_EGRESS_ALLOW, AB_ADDR_GLOBAL, "allowed");
 }
 
+/* An address the host had at load time, or has now (one added later,
+ * such as a new interface, reaches the host's services as well). */
 static bool
 is_local (const struct ab_egress_policy_s *p, const struct ab_addr_s *a)
 {
+	ab_error_t err = AB_ERROR_INIT;
+
 	for (size_t i = 0; i < p->n_local; i++)
 		if (ab_addr_equal (&p->local[i], a))
 			return true;
-	return false;
+	return p->live_local && ab_addr_is_host_local (a, &err);
 }
 
 static const char *const form_names[] = {

@@ -13,9 +13,10 @@
  *      then dial the first answer's literal; never resolve the name again
  *      (DNS rebinding).
  *
- * Pure code: no system call, no DNS.  The host's own interface addresses
- * come in through ab_egress_policy_set_local_addrs (tests inject a fixed
- * list; ab_egress_policy_load_local_addrs reads them with getifaddrs). */
+ * Pure code: no DNS, and no system call but one: the host's own interface
+ * addresses come in through ab_egress_policy_set_local_addrs (tests inject
+ * a fixed list) or ab_egress_policy_load_local_addrs (getifaddrs, then a
+ * netlink socket that says when they change: policy/local-addrs.c). */
 #ifndef AB_POLICY_EGRESS_POLICY_H
 #define AB_POLICY_EGRESS_POLICY_H
 
@@ -60,10 +61,13 @@ void ab_egress_policy_set_resolve_names (struct ab_egress_policy_s *p, bool on);
 bool ab_egress_policy_resolve_names (const struct ab_egress_policy_s *p);
 
 /* The host's own interface addresses, denied in the loopback group (a
- * connection to them reaches the host's own services).  Replaces the list. */
+ * connection to them reaches the host's own services).  Replaces the list
+ * with a fixed one (tests) and stops following the host's. */
 void ab_egress_policy_set_local_addrs (struct ab_egress_policy_s *p, const struct ab_addr_s *addrs,
                                        size_t n);
-/* set_local_addrs (ab_addr_list_local ()). */
+/* set_local_addrs (ab_addr_list_local ()), and from then on also every
+ * address the host gains later (ab_addr_is_host_local: re-read when the
+ * kernel reports a change). */
 int ab_egress_policy_load_local_addrs (struct ab_egress_policy_s *p, ab_error_t *err);
 
 /* Apply a JSON policy document on top of the policy (CLI defaults, then the

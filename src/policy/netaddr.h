@@ -171,5 +171,11 @@ const char *ab_addr_groups_format (unsigned groups, char buf[AB_ADDR_GROUPS_STRL
 /* The host's own interface addresses (getifaddrs; the one system call of
  * this layer, in local-addrs.c).  *out is xmalloc'ed; free it. */
 int ab_addr_list_local (struct ab_addr_s **out, size_t *n_out, ab_error_t *err);
+/* Whether a is one of the host's interface addresses now: a process-wide
+ * list, read again whenever the kernel reports an address change (a
+ * netlink socket, drained without blocking at each call), so an address
+ * added after start counts at once.  False when the list cannot be read
+ * (err says why; the policy's other checks still hold). */
+bool ab_addr_is_host_local (const struct ab_addr_s *a, ab_error_t *err);
 
 #endif

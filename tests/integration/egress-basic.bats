@@ -136,6 +136,22 @@ teardown() {
 	[ "$(grep -c "^POST 127.0.0.1:$WEB_PORT -> " "$T/proxy.err")" -eq 1 ]
 }
 
+@test "an address the host gains after start counts as its own (denied as loopback)" {
+	start_proxy --deny-loopback
+	# Added to lo of the test's own namespace after the proxy read its
+	# addresses: 10.77.0.1 is private, which this proxy allows, unless it
+	# knows the address is its host's.
+	inns ip addr add 10.77.0.1/32 dev lo
+	start_origin LATE --addr 10.77.0.1
+	run -0 pcurl -o /dev/null -w '%{http_code}' "http://10.77.0.1:$LATE_PORT/bytes/3"
+	[ "$output" = 403 ]
+	[ "$(audit_last .reason)" = "local interface address 10.77.0.1" ]
+	# Another private address that is not the host's still passes.
+	inns ip addr del 10.77.0.1/32 dev lo
+	run -0 pcurl -o /dev/null -w '%{http_code}' "http://10.77.0.2:$LATE_PORT/bytes/3"
+	[ "$output" != 403 ]
+}
+
 @test "CONNECT tunnel: 200 Connection Established, then bytes both ways" {
 	start_origin WEB
 	start_proxy "${ALL_DENY[@]}" --allow-cidr 127.0.0.1/32
