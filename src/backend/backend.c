@@ -39,8 +39,8 @@ ab_backend_find (const char *name)
 	return NULL;
 }
 
-static char *
-cache_dir (void)
+char *
+ab_backend_cache_dir (void)
 {
 	const char *env = getenv ("AGENTBOX_CACHE_DIR");
 	const char *xdg = getenv ("XDG_CACHE_HOME");
@@ -113,7 +113,7 @@ write_cache (const char *dir, const char *path, const char *key, const struct ab
 void
 ab_backend_probe_cached (const struct ab_backend_ops_s *ops, struct ab_probe_result_s *result)
 {
-	cleanup_free char *dir = cache_dir ();
+	cleanup_free char *dir = ab_backend_cache_dir ();
 	cleanup_free char *key = cache_key (ops);
 	cleanup_free char *path = NULL;
 

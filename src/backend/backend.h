@@ -173,6 +173,10 @@ void ab_backend_set_service_exec (ab_service_exec_fn fn);
  * one exists ($AGENTBOX_CACHE_DIR, else $XDG_CACHE_HOME/agentbox, else
  * /var/cache/agentbox for root), else probed now and cached. */
 #define AB_PROBE_CACHE_TTL_S 600
+/* Where host-derived caches live (probe results, host masks):
+ * $AGENTBOX_CACHE_DIR, /var/cache/agentbox as root, else the XDG cache;
+ * NULL when none can be named.  Malloc'ed. */
+char *ab_backend_cache_dir (void);
 void ab_backend_probe_cached (const struct ab_backend_ops_s *ops, struct ab_probe_result_s *result);
 
 /* Remove what sandboxes whose monitor was killed with SIGKILL left on the

@@ -39,7 +39,7 @@ ab_docker_scan_unreadable (const char *dir, char ***files, char ***dirs, ab_erro
 {
 	struct ab_oci_mask_s *masks = NULL;
 	size_t n = 0;
-	int r = ab_host_masks (dir, dir, &masks, &n, err);
+	int r = ab_host_masks_cached (dir, &masks, &n, err);
 
 	if (!*files)
 		*files = xcalloc (1, sizeof **files);

@@ -118,8 +118,9 @@ host_layout (const struct ab_spec_s *spec, struct ab_docker_run_s *r, ab_error_t
 	if (spec->rootfs)
 		return 0;
 	r->trees = ab_docker_existing_trees ();
-	if (ab_docker_scan_unreadable ("/etc", &r->mask_files, &r->mask_dirs, err) < 0)
-		return ab_error_wrap (err, "masking /etc");
+	for (char **t = r->trees; *t; t++)
+		if (ab_docker_scan_unreadable (*t, &r->mask_files, &r->mask_dirs, err) < 0)
+			return ab_error_wrap (err, "masking %s", *t);
 	return ab_docker_submounts (r->trees, &r->submount_src, &r->submount_dst, err);
 }
 

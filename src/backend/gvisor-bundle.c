@@ -80,10 +80,11 @@ host_layout (int dfd, struct bundle_parts_s *p, ab_error_t *err)
 		if (symlinkat (target, root, name) < 0)
 			return ab_error (err, errno, AB_E_SYSTEM, "symlink %s", name);
 	}
-	for (size_t i = 0; p->host_dirs && p->host_dirs[i]; i++)
-		if (strcmp (p->host_dirs[i], "etc") == 0
-		    && ab_host_masks ("/etc", "/etc", &p->masks, &p->n_masks, err) < 0)
-			return -1;
+	for (size_t i = 0; p->host_dirs && p->host_dirs[i]; i++) {
+		cleanup_free char *tree = xasprintf ("/%s", p->host_dirs[i]);
+		if (ab_host_masks_cached (tree, &p->masks, &p->n_masks, err) < 0)
+			return ab_error_wrap (err, "masking %s", tree);
+	}
 	return 0;
 }
 

@@ -23,7 +23,23 @@ const char *const ab_host_trees[] = {
 struct mask_walk_s {
 	struct ab_oci_mask_s *masks;
 	size_t n, cap, seen;
+	struct ab_host_mask_dir_s *dirs; /* NULL = not asked for */
+	size_t n_dirs, cap_dirs;
+	bool want_dirs;
 };
+
+static void
+add_dir (struct mask_walk_s *w, const char *path, const struct stat *st)
+{
+	if (!w->want_dirs)
+		return;
+	if (w->n_dirs == w->cap_dirs) {
+		w->cap_dirs = w->cap_dirs ? w->cap_dirs * 2 : 256;
+		w->dirs = xrealloc (w->dirs, w->cap_dirs * sizeof *w->dirs);
+	}
+	w->dirs[w->n_dirs++] =
+	        (struct ab_host_mask_dir_s){ xstrdup (path), st->st_mtim, st->st_ctim };
+}
 
 static int
 add (struct mask_walk_s *w, const char *path, bool dir, ab_error_t *err)
@@ -77,6 +93,7 @@ visit (struct mask_walk_s *w, int dfd, const char *name, const char *shown, int 
 	sub = openat (dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0)
 		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
+	add_dir (w, path, &st);
 	return walk_dir (w, steal_fd (&sub), path, depth + 1, err);
 }
 
@@ -100,26 +117,54 @@ walk_dir (struct mask_walk_s *w, int dfd, const char *shown, int depth, ab_error
 	return errno ? ab_error (err, errno, AB_E_SYSTEM, "read %s", shown) : 0;
 }
 
-int
-ab_host_masks (const char *dir, const char *shown_as, struct ab_oci_mask_s **masks, size_t *n,
-               ab_error_t *err)
+static int
+walk (struct mask_walk_s *w, const char *dir, const char *shown_as, ab_error_t *err)
 {
-	struct mask_walk_s w = { .masks = *masks, .n = *n, .cap = *n };
 	cleanup_close int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
-	int r;
 
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0 || fstat (fd, &st) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open %s", dir);
+	add_dir (w, shown_as, &st);
 	if (hidden_from_others (&st))
-		r = add (&w, shown_as, true, err);
-	else
-		r = walk_dir (&w, steal_fd (&fd), shown_as, 0, err);
+		return add (w, shown_as, true, err);
+	return walk_dir (w, steal_fd (&fd), shown_as, 0, err);
+}
+
+int
+ab_host_masks (const char *dir, const char *shown_as, struct ab_oci_mask_s **masks, size_t *n,
+               ab_error_t *err)
+{
+	struct mask_walk_s w = { .masks = *masks, .n = *n, .cap = *n };
+	int r = walk (&w, dir, shown_as, err);
+
 	*masks = w.masks;
 	*n = w.n;
 	return r;
+}
+
+int
+ab_host_masks_walk (const char *dir, const char *shown_as, struct ab_oci_mask_s **masks, size_t *n,
+                    struct ab_host_mask_dir_s **dirs, size_t *n_dirs, ab_error_t *err)
+{
+	struct mask_walk_s w = { .masks = *masks, .n = *n, .cap = *n, .want_dirs = true };
+	int r = walk (&w, dir, shown_as, err);
+
+	*masks = w.masks;
+	*n = w.n;
+	*dirs = w.dirs;
+	*n_dirs = w.n_dirs;
+	return r;
+}
+
+void
+ab_host_mask_dirs_free (struct ab_host_mask_dir_s *dirs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free (dirs[i].path);
+	free (dirs);
 }
 
 void

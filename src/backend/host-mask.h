@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "backend/oci-bundle.h"
 #include "base/error.h"
@@ -22,9 +23,17 @@ extern const char *const ab_host_trees[];
 /* Bounds on the walk: a host directory beyond them is refused (AB_E_LIMIT)
  * rather than bound half-checked.  MAX_MASKS also keeps the mounts (one
  * `docker run --mount` argument, one config.json mount each) few. */
-#define AB_HOST_MASK_MAX_DEPTH   16
-#define AB_HOST_MASK_MAX_ENTRIES 65536
+#define AB_HOST_MASK_MAX_DEPTH   64
+#define AB_HOST_MASK_MAX_ENTRIES (1 << 20)
 #define AB_HOST_MASK_MAX_MASKS   256
+
+/* A directory the walk read, with the stamps that change when an entry is
+ * added, removed or renamed in it (mtime) or its own mode changes
+ * (ctime): what the cache checks instead of walking again. */
+struct ab_host_mask_dir_s {
+	char *path;
+	struct timespec mtime, ctime;
+};
 
 /* Walk `dir` (absolute; symlinks are not followed and not masked: their
  * targets are checked where they live) and append to *masks every file
@@ -34,6 +43,25 @@ extern const char *const ab_host_trees[];
  * 0, or -1 with err. */
 int ab_host_masks (const char *dir, const char *shown_as, struct ab_oci_mask_s **masks, size_t *n,
                    ab_error_t *err);
+/* The same walk, also listing every directory it read (*dirs, *n_dirs;
+ * free with ab_host_mask_dirs_free). */
+int ab_host_masks_walk (const char *dir, const char *shown_as, struct ab_oci_mask_s **masks,
+                        size_t *n, struct ab_host_mask_dir_s **dirs, size_t *n_dirs,
+                        ab_error_t *err);
+void ab_host_mask_dirs_free (struct ab_host_mask_dir_s *dirs, size_t n);
+
+/* ab_host_masks (tree, tree, ...) for one of the host trees, from a cache
+ * (host-mask-cache.c) when it is still true: a sandbox start must not
+ * walk /usr's 170,000 entries.  The cache (a file per tree in
+ * ab_backend_cache_dir) holds the masks and the stamps of every directory
+ * read near the top (host-mask-cache.c says which) and of dpkg's
+ * database; it is used while those stamps are unchanged and it is younger
+ * than AB_HOST_MASK_CACHE_TTL_S, so a package installed or removed is
+ * seen at once, and a change made by hand deep in a tree within the TTL.
+ * Without a cache directory it walks every time. */
+#define AB_HOST_MASK_CACHE_TTL_S 600
+int ab_host_masks_cached (const char *tree, struct ab_oci_mask_s **masks, size_t *n,
+                          ab_error_t *err);
 
 void ab_host_masks_free (struct ab_oci_mask_s *masks, size_t n);
 

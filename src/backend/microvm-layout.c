@@ -46,7 +46,7 @@ ab_microvm_unreadable (const char *dir, ab_error_t *err)
 	size_t n = 0;
 	char **out;
 
-	if (ab_host_masks (dir, dir, &masks, &n, err) < 0)
+	if (ab_host_masks_cached (dir, &masks, &n, err) < 0)
 		return NULL;
 	out = xcalloc (n + 1, sizeof *out);
 	for (size_t i = 0; i < n; i++)
@@ -80,9 +80,19 @@ host_root (struct ab_microvm_layout_s *l, ab_error_t *err)
 			ab_vm_boot_add (&l->boot, AB_VM_RO, tag, path, NULL, 0);
 		}
 	}
-	l->masks = ab_microvm_unreadable ("/etc", err);
-	if (!l->masks)
-		return -1;
+	l->masks = xcalloc (1, sizeof *l->masks);
+	for (size_t i = 0; ab_host_trees[i]; i++) {
+		struct stat st;
+		char **v;
+
+		if (lstat (ab_host_trees[i], &st) < 0 || !S_ISDIR (st.st_mode))
+			continue; /* a link's target is a tree of its own */
+		if (!(v = ab_microvm_unreadable (ab_host_trees[i], err)))
+			return -1;
+		for (size_t k = 0; v[k]; k++)
+			ab_strv_push (&l->masks, v[k]);
+		ab_cleanup_strvp (&v);
+	}
 	for (size_t i = 0; l->masks[i]; i++)
 		ab_vm_boot_add (&l->boot, AB_VM_MASK, NULL, l->masks[i], NULL, 0);
 	return 0;

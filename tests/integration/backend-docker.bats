@@ -24,7 +24,7 @@ setup() {
 	WS="$BATS_TEST_TMPDIR/ws"
 	mkdir -p "$WS"
 	AGENTCTL="$HELPERS/agentctl"
-	export AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	export AGENTBOX_CACHE_DIR="$BATS_FILE_TMPDIR/cache"
 }
 
 teardown() {
@@ -206,9 +206,11 @@ proc" ]
 	[ -z "$(containers)" ]
 }
 
-@test "/etc: nothing that others cannot read on the host is readable inside (container root is host root)" {
-	# The host's unreadable entries, and a check that there is one at least.
-	unreadable="$(find /etc \( -type f -o -type d \) ! -perm -o=r 2>/dev/null)"
+@test "host trees (/etc, /usr, /lib...): nothing that others cannot read on the host is readable inside (container root is host root)" {
+	# The host's unreadable entries in every tree the sandbox gets (not only
+	# /etc: /usr/share/polkit-1/rules.d, say), and one at least.
+	unreadable="$(find /etc /usr /bin /sbin /lib /lib64 -xdev \( -type f -o -type d \) ! -perm -o=r 2>/dev/null)"
+	echo "closed to others on this host: $(echo "$unreadable" | grep -vc '^/etc/') outside /etc"
 	[ -n "$unreadable" ]
 	[[ "$unreadable" == *"/etc/shadow"* ]]
 	run abrun_docker -- sh -c '

@@ -19,7 +19,7 @@ setup() {
 	daemon_start
 	WS="$BATS_TEST_TMPDIR/ws"
 	mkdir -p "$WS"
-	export AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	export AGENTBOX_CACHE_DIR="$BATS_FILE_TMPDIR/cache"
 }
 
 teardown() {

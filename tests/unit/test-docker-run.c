@@ -295,6 +295,9 @@ make_tree (void **state)
 	snprintf (tmp, sizeof tmp, "/tmp/ab-docker-unit.XXXXXX");
 	if (!mkdtemp (tmp) || chmod (tmp, 0755) < 0)
 		return -1;
+	/* The host-mask cache goes beside the tree, never into the host's. */
+	cleanup_free char *cache = xasprintf ("%s-cache", tmp);
+	setenv ("AGENTBOX_CACHE_DIR", cache, 1);
 	mk ("passwd", 0644, false);
 	mk ("shadow", 0640, false);
 	mk ("secret", 0600, false);
@@ -317,7 +320,7 @@ make_tree (void **state)
 static int
 remove_tree (void **state)
 {
-	cleanup_free char *cmd = xasprintf ("rm -rf -- '%s'", tmp);
+	cleanup_free char *cmd = xasprintf ("rm -rf -- '%s' '%s-cache'", tmp, tmp);
 	(void)state;
 	return system (cmd) == 0 ? 0 : -1;
 }
