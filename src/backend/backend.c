@@ -30,6 +30,24 @@ ab_backends (void)
 	return all_backends;
 }
 
+const char *
+ab_limit_by_name (ab_limit_by by)
+{
+	static const char *const names[] = {
+		[AB_LIMIT_OFF] = "off", [AB_LIMIT_CGROUP] = "cgroup", [AB_LIMIT_RLIMIT] = "rlimit",
+		[AB_LIMIT_VM] = "vm",   [AB_LIMIT_NONE] = "none",
+	};
+	return by < sizeof names / sizeof *names ? names[by] : "none";
+}
+
+void
+ab_limits_held_by (struct ab_sandbox_exit_s *ex, const struct ab_limits_s *l, ab_limit_by by)
+{
+	ex->memory_by = l->memory_bytes ? by : AB_LIMIT_OFF;
+	ex->pids_by = l->pids ? by : AB_LIMIT_OFF;
+	ex->cpu_by = l->cpu_millis ? by : AB_LIMIT_OFF;
+}
+
 const struct ab_backend_ops_s *
 ab_backend_find (const char *name)
 {

@@ -33,11 +33,27 @@ struct ab_sandbox_s {
 	void *priv;         /* backend state */
 };
 
+/* What holds a limit that was asked for (--json-result "limits"). */
+typedef enum {
+	AB_LIMIT_OFF = 0, /* not asked for (0 or unlimited) */
+	AB_LIMIT_CGROUP,  /* a cgroup's controller: the whole sandbox */
+	AB_LIMIT_RLIMIT,  /* rlimits only (no cgroup to use): RLIMIT_DATA per process,
+	                   * RLIMIT_NPROC per uid inside the sandbox's user namespace */
+	AB_LIMIT_VM,      /* the virtual machine's size (memory, vCPUs) */
+	AB_LIMIT_NONE,    /* asked for, but nothing enforces it */
+} ab_limit_by;
+
 struct ab_sandbox_exit_s {
 	bool oom_killed;
 	uint64_t peak_memory;
 	uint64_t cpu_ms;
+	uint8_t memory_by, pids_by, cpu_by; /* ab_limit_by */
 };
+
+/* "cgroup", "rlimit", "vm", "none" or "off". */
+const char *ab_limit_by_name (ab_limit_by by);
+/* The usual case: a mechanism for every limit the spec sets. */
+void ab_limits_held_by (struct ab_sandbox_exit_s *ex, const struct ab_limits_s *l, ab_limit_by by);
 
 /* What a backend supports (ab_backend_ops_s.features).  PAUSE and
  * SNAPSHOT name operations: a backend sets them exactly when it fills the

@@ -334,7 +334,8 @@ static void
 docker_stats (void *vctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex,
               ab_error_t *err)
 {
-	(void)spec, (void)err;
+	(void)err;
+	ab_limits_held_by (ex, &spec->limits, AB_LIMIT_CGROUP); /* the container's */
 	ex->oom_killed = ended_by_oom (vctx);
 }
 

@@ -146,7 +146,9 @@ gvisor_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s 
 	struct ab_cgroup_stats_s st;
 	ab_error_t ignored = AB_ERROR_INIT;
 
-	(void)spec, (void)err;
+	(void)err;
+	/* Limits are the sandbox's cgroup (pids also gVisor's own count). */
+	ab_limits_held_by (ex, &spec->limits, AB_LIMIT_CGROUP);
 	if (!g->cgroup || ab_cgroup_stats (g->cgroup, &st, &ignored) < 0)
 		return;
 	ex->oom_killed = st.oom_killed;

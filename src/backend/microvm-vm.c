@@ -473,6 +473,9 @@ vm_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s *ex,
 	char line[512], path[64];
 	unsigned long long ut, st;
 
+	/* Memory and CPUs are the VM's size; pids a cgroup in the guest. */
+	ab_limits_held_by (ex, &spec->limits, AB_LIMIT_VM);
+	ex->pids_by = spec->limits.pids ? AB_LIMIT_CGROUP : AB_LIMIT_OFF;
 	if (vm->qemu <= 0)
 		return;
 	snprintf (path, sizeof path, "/proc/%d/stat", (int)vm->qemu);

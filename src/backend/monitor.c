@@ -57,6 +57,7 @@ struct report_s {
 	uint8_t oom_killed;
 	uint64_t peak_memory;
 	uint64_t cpu_ms;
+	uint8_t memory_by, pids_by, cpu_by;
 	char error[AB_ERROR_MSG_MAX];
 };
 
@@ -206,6 +207,9 @@ send_report (int fd, char tag, const struct ab_sandbox_exit_s *ex, const char *e
 		r.oom_killed = ex->oom_killed;
 		r.peak_memory = ex->peak_memory;
 		r.cpu_ms = ex->cpu_ms;
+		r.memory_by = ex->memory_by;
+		r.pids_by = ex->pids_by;
+		r.cpu_by = ex->cpu_by;
 	}
 	snprintf (r.error, sizeof r.error, "%s", error ? error : "");
 	send (fd, &r, sizeof r, MSG_NOSIGNAL);
@@ -517,6 +521,9 @@ ab_monitor_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_er
 		ex->oom_killed = rep.oom_killed != 0;
 		ex->peak_memory = rep.peak_memory;
 		ex->cpu_ms = rep.cpu_ms;
+		ex->memory_by = rep.memory_by;
+		ex->pids_by = rep.pids_by;
+		ex->cpu_by = rep.cpu_by;
 	}
 	if (rep.error[0])
 		return ab_error (err, 0, AB_E_SYSTEM, "%s", rep.error);

@@ -66,6 +66,7 @@ struct monitor_s {
 	bool reaped;
 	struct rusage ru;
 	ab_cgroup_t *cgroup;
+	bool rlimits; /* no cgroup could be made: the limits are rlimits */
 	struct idmap_cache_s idmaps;
 };
 
@@ -219,10 +220,48 @@ create_cgroup (struct monitor_s *m, ab_error_t *err)
 	if (m->spec->limits.explicit_cgroup || geteuid () == 0)
 		return ab_error_wrap (err, "cgroup limits");
 	/* Unprivileged without a delegated cgroup: the default limits cannot be
-	 * applied; say so once rather than refusing to run at all. */
-	ab_log (AB_LOG_WARN, "%s; default memory and pids limits not applied", err->msg);
+	 * cgroups.  Rlimits still bound the damage (apply_rlimits); say so once
+	 * rather than refusing to run at all. */
+	ab_log (AB_LOG_WARN,
+	        "%s; limits are rlimits instead: pids RLIMIT_NPROC (per uid in the sandbox), "
+	        "memory RLIMIT_DATA (per process), cpu none",
+	        err->msg);
 	ab_error_clear (err);
 	m->cgroup = NULL;
+	m->rlimits = true;
+	return 0;
+}
+
+/* The fallback without a cgroup, set on init before it starts the agent
+ * (everything inherits them).  RLIMIT_NPROC is counted per uid of init's
+ * user namespace (kernel ucounts), so it bounds this sandbox's processes,
+ * not the caller's others; RLIMIT_DATA bounds each process's heap and
+ * private writable mappings, not their sum: a documented stand-in for a
+ * memory cgroup.  Only lowered, never raised above the hard limit. */
+static int
+apply_rlimits (struct monitor_s *m, ab_error_t *err)
+{
+	const struct ab_limits_s *l = &m->spec->limits;
+	const struct {
+		int resource;
+		uint64_t value;
+		const char *name;
+	} want[] = {
+		{ RLIMIT_NPROC, l->pids, "RLIMIT_NPROC" },
+		{ RLIMIT_DATA, l->memory_bytes, "RLIMIT_DATA" },
+	};
+
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		struct rlimit old, rl;
+		if (!want[i].value)
+			continue;
+		if (prlimit (m->init_pid, want[i].resource, NULL, &old) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "read %s", want[i].name);
+		rl.rlim_cur = rl.rlim_max =
+		        old.rlim_max < want[i].value ? old.rlim_max : (rlim_t)want[i].value;
+		if (prlimit (m->init_pid, want[i].resource, &rl, NULL) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "set %s", want[i].name);
+	}
 	return 0;
 }
 
@@ -275,7 +314,8 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	/* cgroup v1 create and attach cost milliseconds (memcg allocation, an
 	 * RCU grace period in the attach): done while init builds its root. */
 	if (create_cgroup (m, err) < 0
-	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0))
+	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0)
+	    || (m->rlimits && apply_rlimits (m, err) < 0))
 		return start_failed (m, err);
 	go = AB_NATIVE_GO_READY;
 	if (ab_write_all (m->sync_fd, &go, 1) < 0)
@@ -378,6 +418,9 @@ native_stats (void *ctx, const struct ab_spec_s *spec, struct ab_sandbox_exit_s 
 	cpu_ns = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL
 	         + (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
 	ex->peak_memory = (uint64_t)ru->ru_maxrss * 1024;
+	ab_limits_held_by (ex, &m->spec->limits, m->cgroup ? AB_LIMIT_CGROUP : AB_LIMIT_RLIMIT);
+	if (m->rlimits)
+		ex->cpu_by = m->spec->limits.cpu_millis ? AB_LIMIT_NONE : AB_LIMIT_OFF;
 	if (m->cgroup && ab_cgroup_stats (m->cgroup, &st, &ignored) == 0) {
 		ex->oom_killed = st.oom_killed;
 		if (st.peak_memory)

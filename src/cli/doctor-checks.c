@@ -610,7 +610,17 @@ check_cgroups (struct ab_doctor_check_s *c)
 	}
 	cgroup_facts (c->facts, &info);
 	c->ok = info.memory && info.pids;
-	snprintf (c->detail, sizeof c->detail, "%s", info.detail);
+	/* What holds `agentbox run`'s default limits here (explicit limits
+	 * need cgroups; without them an unprivileged run falls back). */
+	json_object_set_new (c->facts, "default_limits",
+	                     json_string (c->ok             ? "cgroup"
+	                                  : geteuid () != 0 ? "rlimit"
+	                                                    : "none"));
+	snprintf (c->detail, sizeof c->detail, "%s%s", info.detail,
+	          c->ok || geteuid () == 0
+	                  ? ""
+	                  : "; default limits fall back to rlimits (RLIMIT_NPROC per uid in the "
+	                    "sandbox, RLIMIT_DATA per process)");
 	if (!c->ok)
 		snprintf (c->fix, sizeof c->fix, "%s", cgroup_fix (&info));
 }

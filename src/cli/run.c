@@ -122,6 +122,11 @@ write_json_result (const char *path, int code, int sig, const struct ab_run_outc
 	                       ex->oom_killed, "wall_ms", (json_int_t)wall_ms, "cpu_ms",
 	                       (json_int_t)ex->cpu_ms, "peak_memory_bytes",
 	                       (json_int_t)ex->peak_memory, "landlock_abi", o->landlock_abi);
+	/* What really holds each limit (docs: "off" = not asked for). */
+	json_object_set_new (
+	        j, "limits",
+	        json_pack ("{s:s, s:s, s:s}", "memory", ab_limit_by_name (ex->memory_by), "pids",
+	                   ab_limit_by_name (ex->pids_by), "cpu", ab_limit_by_name (ex->cpu_by)));
 	cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int)getpid ());
 	int r = json_dump_file (j, tmp, JSON_INDENT (2));
 
