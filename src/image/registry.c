@@ -393,6 +393,7 @@ get_blob (struct reg_s *r, const char *digest, int64_t size, ab_error_t *err)
 	curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, blob_cb);
 	curl_easy_setopt (c, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt (c, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt (c, CURLOPT_BUFFERSIZE, 256L * 1024);
 	if (!r->o->quiet && isatty (2)) {
 		curl_easy_setopt (c, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt (c, CURLOPT_XFERINFOFUNCTION, progress_cb);
