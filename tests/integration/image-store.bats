@@ -174,6 +174,21 @@ start_fake() {
 	store_clean
 }
 
+@test "bearer-token auth (WWW-Authenticate realm, basic credentials to the token service)" {
+	start_fake --token
+	printf '{"auths":{"%s":{"auth":"%s"}}}' "$FAKE" "$(printf tester:s3cret | base64 -w0)" \
+		>"$BATS_TEST_TMPDIR/auth.json"
+	REGISTRY_AUTH_FILE="$BATS_TEST_TMPDIR/auth.json" run img pull --quiet --insecure-registry "$FAKE" "$FAKE/test/bb:1"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" = "$(cat "$D/digest")" ]
+	rm -rf "$S"
+	REGISTRY_AUTH_FILE=/nonexistent run img pull --quiet --insecure-registry "$FAKE" "$FAKE/test/bb:1"
+	[ "$status" -ne 0 ] && [[ "$output" == *"token service"*"401"* ]]
+	# The realm is http: without --insecure-registry no plain HTTP at all.
+	run img pull --quiet "$FAKE/test/bb:1"
+	[ "$status" -ne 0 ]
+}
+
 @test "an interrupted pull leaves nothing registered; the retry resumes and succeeds" {
 	start_fake --slow
 	"$AGENTBOX" image pull --quiet --insecure-registry "$FAKE" "$FAKE/test/bb:1" &
@@ -336,6 +351,32 @@ layer_of() {
 	wait "${BG[0]}" || true
 	BG=()
 	[ -z "$(ls -A "$S/images/leases")" ]
+	run img rm localhost/a:1
+	[ "$status" -eq 0 ]
+}
+
+@test "the daemon's create with \"image\" uses the same store, holds a lease until rm" {
+	img import "$D/oci" localhost/a:1 >/dev/null
+	sock="$BATS_TEST_TMPDIR/run/s.sock"
+	mkdir -p "$BATS_TEST_TMPDIR/run"
+	setsid "$AGENTBOX" serve --socket "$sock" --state-dir "$S" >"$BATS_TEST_TMPDIR/daemon.log" 2>&1 </dev/null &
+	BG+=($!)
+	for ((i = 0; i < 100; i++)); do
+		curl -s --max-time 2 --unix-socket "$sock" http://x/v1/health >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	export AGENTBOX_HOST="$sock"
+	id=$(timeout 30 "$AGENTBOX" create --no-workspace --image localhost/a:1)
+	run "$AGENTBOX" inspect "$id"
+	echo "$output" | jq -e --arg l "$(img inspect localhost/a:1 | jq -r '.layer_dirs[0]')" \
+		'.spec.root.layers == [$l] and .spec.workdir == "/srv" and .spec.user == "1234:50" and .spec.env.FOO == "bar"'
+	[ -f "$S/images/leases/$id" ]
+	run img rm localhost/a:1
+	[ "$status" -ne 0 ] && [[ "$output" == *"in use"* ]]
+	timeout 30 "$AGENTBOX" rm -f "$id"
+	[ ! -e "$S/images/leases/$id" ]
+	run curl -s --unix-socket "$sock" -XPOST http://x/v1/sandboxes -d '{"image":"localhost/none","pull":"never"}'
+	echo "$output" | jq -e '.error.code == "not_found"'
 	run img rm localhost/a:1
 	[ "$status" -eq 0 ]
 }

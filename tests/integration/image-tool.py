@@ -8,7 +8,8 @@
   fake-registry DIR PORTFILE [--corrupt]   a v2 registry serving the OCI
                      layout DIR on 127.0.0.1 (port written to PORTFILE);
                      --corrupt serves every layer blob with one byte flipped;
-                     --slow serves layer blobs at ~256 KiB/s
+                     --slow serves layer blobs at ~256 KiB/s;
+                     --token wants a bearer token from its /token (basic auth)
 """
 import gzip, hashlib, http.server, io, json, os, sys, tarfile, time
 
@@ -104,11 +105,25 @@ def evil(case, out, target):
         elif case == "big": entry(t, "big", data=b"y" * (3 << 20))
         else: sys.exit("unknown case " + case)
 
-def fake_registry(layout, portfile, corrupt, slow):
+def fake_registry(layout, portfile, corrupt, slow, token):
+    import base64
     class H(http.server.BaseHTTPRequestHandler):
         def log_message(self, *a): pass
         def do_GET(self):
             p = self.path
+            if token:
+                # Docker Hub's flow: 401 + a Bearer challenge; the token
+                # service wants basic credentials and the pull scope.
+                if p.startswith("/token?"):
+                    want = "Basic " + base64.b64encode(b"tester:s3cret").decode()
+                    if self.headers.get("Authorization") != want or "scope=repository%3Atest%2Fbb%3Apull" not in p:
+                        return self.reply(401, b"{}", "application/json")
+                    return self.reply(200, json.dumps({"token": "tok-123"}).encode(), "application/json")
+                if self.headers.get("Authorization") != "Bearer tok-123":
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Bearer realm="http://%s/token",service="fake"' % self.headers["Host"])
+                    self.send_header("Content-Length", "0"); self.end_headers()
+                    return
             if p == "/v2/":
                 return self.reply(200, b"{}", "application/json")
             parts = p.split("/")
@@ -151,7 +166,7 @@ def main(a):
         oci_layout(a[1], a[2], args)
     elif a[0] == "docker-save": docker_save(a[1], a[2])
     elif a[0] == "evil": evil(a[1], a[2], a[3] if len(a) > 3 else "/tmp")
-    elif a[0] == "fake-registry": fake_registry(a[1], a[2], "--corrupt" in a, "--slow" in a)
+    elif a[0] == "fake-registry": fake_registry(a[1], a[2], "--corrupt" in a, "--slow" in a, "--token" in a)
     else: sys.exit(__doc__)
 
 main(sys.argv[1:])
