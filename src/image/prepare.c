@@ -136,6 +136,33 @@ resolve_id (char **layers, const char *s, bool group, uint64_t *id, uint64_t *gi
 	return 0;
 }
 
+/* The group of a numeric uid: its passwd line's, else 0 (docker and
+ * podman: `USER 1000` without a passwd entry runs as 1000:0). */
+static uint64_t
+group_of_uid (char **layers, uint64_t uid)
+{
+	cleanup_free char *db = read_image_file (layers, "etc/passwd");
+	char *save = NULL;
+	uint64_t u, g;
+
+	for (char *line = db ? strtok_r (db, "\n", &save) : NULL; line;
+	     line = strtok_r (NULL, "\n", &save)) {
+		char *f[4] = { 0 }, *p = line;
+		size_t k;
+		for (k = 0; k < 4 && p; k++) {
+			f[k] = p;
+			p = strchr (p, ':');
+			if (p)
+				*p++ = '\0';
+		}
+		if (k == 4 && ab_parse_uint (f[2], 0, 65535, &u, &(ab_error_t)AB_ERROR_INIT) == 0
+		    && u == uid
+		    && ab_parse_uint (f[3], 0, 65535, &g, &(ab_error_t)AB_ERROR_INIT) == 0)
+			return g;
+	}
+	return 0;
+}
+
 static int
 apply_user (struct ab_spec_s *spec, const char *user, ab_error_t *err)
 {
@@ -151,10 +178,8 @@ apply_user (struct ab_spec_s *spec, const char *user, ab_error_t *err)
 	r = resolve_id (spec->root.layers, u, false, &uid, &gid, err);
 	if (r < 0)
 		return -1;
-	if (r == 1) {
-		/* A numeric uid alone: its passwd line's group, else the same number. */
-		gid = uid;
-	}
+	if (r == 1)
+		gid = group_of_uid (spec->root.layers, uid);
 	if (colon && *colon) {
 		if (resolve_id (spec->root.layers, colon, true, &g2, NULL, err) < 0)
 			return -1;
@@ -249,6 +274,8 @@ ab_image_prepare_spec (const char *state_dir, struct ab_spec_s *spec, ab_pull_po
 		return 0;
 	if (!given)
 		given = &none;
+	if (spec->rootfs)
+		return ab_error (err, 0, AB_E_INVALID, "--image and --rootfs: one root, not both");
 	if (ab_store_open (state_dir, &st, err) < 0)
 		return -1;
 	dg = find_or_pull (&st, spec->image, pull, o, err);

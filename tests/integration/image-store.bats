@@ -204,6 +204,8 @@ start_fake() {
 	[ -z "$(ls -A "$S/images/layers")" ]
 	run img pull --quiet --insecure-registry "$FAKE" "$FAKE/test/bb:1"
 	[ "$status" -eq 0 ] && [ "$output" = "$(cat "$D/digest")" ]
+	# It resumed with a Range request after what the first pull had.
+	[ "$(cat "$BATS_TEST_TMPDIR/fake.port.ranges")" = "$part" ]
 	store_clean
 }
 

@@ -139,6 +139,11 @@ def fake_registry(layout, portfile, corrupt, slow, token):
                 b = open(f, "rb").read()
                 is_layer = b[:2] == b"\x1f\x8b"
                 if corrupt and is_layer: b = b[:-10] + bytes([b[-10] ^ 1]) + b[-9:]
+                rng = self.headers.get("Range", "")
+                if rng.startswith("bytes=") and rng.endswith("-"):
+                    start = int(rng[6:-1])
+                    with open(portfile + ".ranges", "a") as f: f.write("%d\n" % start)
+                    return self.reply(206, b[start:], "application/octet-stream", slow and is_layer)
                 return self.reply(200, b, "application/octet-stream", slow and is_layer)
             self.reply(404, b"", "text/plain")
         do_HEAD = do_GET
