@@ -63,26 +63,35 @@ valid_holder (const char *h)
 	       && h[0] != '.';
 }
 
+/* Under the store lock, as `image rm` checks leases: an image removed
+ * between a prepare and its lease fails the lease, never the sandbox's
+ * layers later. */
 int
 ab_image_lease_take (const char *state_dir, const char *holder, const char *digest,
                      const char *alive_dir, ab_error_t *err)
 {
 	struct ab_store_s st;
-	cleanup_free char *p = NULL, *text = NULL;
+	cleanup_free char *p = NULL, *rec = NULL, *text = NULL;
+	cleanup_close int lock = -1;
 	pid_t pid = getpid ();
 	json_t *j;
-	int r;
+	int r = -1;
 
 	if (!valid_holder (holder) || !ab_image_digest_valid (digest))
 		return ab_error (err, 0, AB_E_INVALID, "bad lease '%s'", holder ? holder : "");
 	if (ab_store_open (state_dir, &st, err) < 0)
 		return -1;
 	p = ab_store_path (&st, "leases/%s", holder);
+	rec = ab_store_path (&st, "images/%s.json", digest + 7);
 	j = json_pack ("{s:s, s:i, s:I, s:s?}", "digest", digest, "pid", (int)pid, "start",
 	               (json_int_t)ab_proc_start_time (pid), "alive_dir", alive_dir);
 	text = json_dumps (j, JSON_SORT_KEYS);
 	json_decref (j);
-	r = ab_write_file_atomic (p, text, strlen (text), err);
+	lock = ab_store_lock (&st, "store", err);
+	if (lock >= 0 && access (rec, F_OK) < 0)
+		ab_error (err, 0, AB_E_CONFLICT, "image %s was removed", digest);
+	else if (lock >= 0)
+		r = ab_write_file_atomic (p, text, strlen (text), err);
 	ab_store_close (&st);
 	return r;
 }
