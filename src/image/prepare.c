@@ -258,30 +258,18 @@ find_or_pull (const struct ab_store_s *st, const char *image, ab_pull_policy pul
 	return dg;
 }
 
-int
-ab_image_prepare_spec (const char *state_dir, struct ab_spec_s *spec, ab_pull_policy pull,
-                       const struct ab_image_given_s *given, const struct ab_image_pull_opts_s *o,
-                       ab_error_t *err)
+static int
+apply_record (const struct ab_store_s *st, struct ab_spec_s *spec, const char *dg,
+              const struct ab_image_given_s *given, ab_error_t *err)
 {
-	struct ab_image_given_s none = { 0 };
-	struct ab_store_s st;
-	cleanup_free char *dg = NULL;
-	json_t *rec = NULL, *cfg;
+	json_t *rec = ab_store_image_record (st, dg, err), *cfg;
 	const char *wd, *user;
 	int r = -1;
 
-	if (!spec->image)
-		return 0;
-	if (!given)
-		given = &none;
-	if (spec->rootfs)
-		return ab_error (err, 0, AB_E_INVALID, "--image and --rootfs: one root, not both");
-	if (ab_store_open (state_dir, &st, err) < 0)
+	if (!rec)
 		return -1;
-	dg = find_or_pull (&st, spec->image, pull, o, err);
-	if (!dg || !(rec = ab_store_image_record (&st, dg, err))
-	    || fill_layers (&st, spec, rec, err) < 0)
-		goto out;
+	if (fill_layers (st, spec, rec, err) < 0)
+		goto done;
 	free (spec->image_digest);
 	spec->image_digest = xstrdup (dg);
 	cfg = json_object_get (rec, "config");
@@ -293,10 +281,31 @@ ab_image_prepare_spec (const char *state_dir, struct ab_spec_s *spec, ab_pull_po
 	}
 	user = json_string_value (json_object_get (cfg, "User"));
 	if (!given->user && user && apply_user (spec, user, err) < 0)
-		goto out;
+		goto done;
 	r = apply_command (spec, cfg, given->command, err);
-out:
+done:
 	json_decref (rec);
+	return r;
+}
+
+int
+ab_image_prepare_spec (const char *state_dir, struct ab_spec_s *spec, ab_pull_policy pull,
+                       const struct ab_image_given_s *given, const struct ab_image_pull_opts_s *o,
+                       ab_error_t *err)
+{
+	struct ab_image_given_s none = { 0 };
+	struct ab_store_s st;
+	cleanup_free char *dg = NULL;
+	int r;
+
+	if (!spec->image)
+		return 0;
+	if (spec->rootfs)
+		return ab_error (err, 0, AB_E_INVALID, "--image and --rootfs: one root, not both");
+	if (ab_store_open (state_dir, &st, err) < 0)
+		return -1;
+	dg = find_or_pull (&st, spec->image, pull, o, err);
+	r = dg ? apply_record (&st, spec, dg, given ? given : &none, err) : -1;
 	ab_store_close (&st);
 	return r < 0 ? ab_error_wrap (err, "image %s", spec->image) : 0;
 }

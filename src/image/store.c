@@ -38,35 +38,37 @@ mkdir_p (const char *path, mode_t mode, ab_error_t *err)
 	return 0;
 }
 
+static int
+make_layout (const char *root, ab_error_t *err)
+{
+	/* 0700: layers hold files owned by the image's users; nobody else on
+	 * the host walks into them. */
+	if (mkdir_p (root, 0700, err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+		cleanup_free char *d = xasprintf ("%s/%s", root, subdirs[i]);
+		if (mkdir (d, 0700) < 0 && errno != EEXIST)
+			return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", d);
+	}
+	return 0;
+}
+
 int
 ab_store_open (const char *state_dir, struct ab_store_s *st, ab_error_t *err)
 {
+	cleanup_free char *root = NULL;
+
 	if (!state_dir || state_dir[0] != '/')
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "no state directory (--state-dir, $AGENTBOX_STATE_DIR)");
-	st->root = xasprintf ("%s/images", state_dir);
-	st->root_fd = -1;
-	/* 0700: layers hold files owned by the image's users; nobody else on
-	 * the host walks into them. */
-	if (mkdir_p (st->root, 0700, err) < 0)
-		goto fail;
-	for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
-		cleanup_free char *d = xasprintf ("%s/%s", st->root, subdirs[i]);
-		if (mkdir (d, 0700) < 0 && errno != EEXIST) {
-			ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", d);
-			goto fail;
-		}
-	}
-	st->root_fd = open (st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (st->root_fd < 0) {
-		ab_error (err, errno, AB_E_SYSTEM, "open %s", st->root);
-		goto fail;
-	}
+	root = xasprintf ("%s/images", state_dir);
+	if (make_layout (root, err) < 0)
+		return -1;
+	st->root_fd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (st->root_fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "open %s", root);
+	st->root = steal_pointer (&root);
 	return 0;
-fail:
-	free (st->root);
-	st->root = NULL;
-	return -1;
 }
 
 void

@@ -478,6 +478,34 @@ limit_from_env (const char *name, uint64_t given, uint64_t def)
 	return def;
 }
 
+static int
+read_entries (struct unpack_s *u, struct archive *a, int fd, ab_error_t *err)
+{
+	struct archive_entry *e;
+	int ar;
+
+	/* Only in-process decompressors (no external programs). */
+	archive_read_support_filter_gzip (a);
+	archive_read_support_filter_zstd (a);
+	archive_read_support_filter_xz (a);
+	archive_read_support_filter_none (a);
+	archive_read_support_format_tar (a);
+	if (archive_read_open_fd (a, fd, 1 << 16) != ARCHIVE_OK)
+		return ab_error (err, 0, AB_E_INVALID, "not a tar archive: %s",
+		                 archive_error_string (a) ? archive_error_string (a) : "?");
+	while ((ar = archive_read_next_header (a, &e)) == ARCHIVE_OK || ar == ARCHIVE_WARN) {
+		if (++u->entries > AB_IMAGE_MAX_LAYER_ENTRIES)
+			return ab_error (err, 0, AB_E_LIMIT, "over %u entries",
+			                 AB_IMAGE_MAX_LAYER_ENTRIES);
+		if (unpack_entry (u, a, e, err) < 0)
+			return -1;
+	}
+	if (ar != ARCHIVE_EOF)
+		return ab_error (err, 0, AB_E_INVALID, "bad tar archive: %s",
+		                 archive_error_string (a) ? archive_error_string (a) : "?");
+	return apply_dir_modes (u, err);
+}
+
 int
 ab_unpack_fd (int fd, int dirfd, const struct ab_unpack_opts_s *o, ab_error_t *err)
 {
@@ -485,40 +513,13 @@ ab_unpack_fd (int fd, int dirfd, const struct ab_unpack_opts_s *o, ab_error_t *e
 		              .privileged = geteuid () == 0,
 		              .whiteouts = o->whiteouts };
 	struct archive *a = archive_read_new ();
-	struct archive_entry *e;
-	int r = 0, ar;
+	int r;
 
 	u.max_entry =
 	        limit_from_env ("AGENTBOX_IMAGE_MAX_ENTRY", o->max_entry, AB_IMAGE_MAX_ENTRY_BYTES);
 	u.max_layer =
 	        limit_from_env ("AGENTBOX_IMAGE_MAX_LAYER", o->max_layer, AB_IMAGE_MAX_LAYER_BYTES);
-	/* Only in-process decompressors (no external programs). */
-	archive_read_support_filter_gzip (a);
-	archive_read_support_filter_zstd (a);
-	archive_read_support_filter_xz (a);
-	archive_read_support_filter_none (a);
-	archive_read_support_format_tar (a);
-	if (archive_read_open_fd (a, fd, 1 << 16) != ARCHIVE_OK) {
-		r = ab_error (err, 0, AB_E_INVALID, "not a tar archive: %s",
-		              archive_error_string (a) ? archive_error_string (a) : "?");
-		goto out;
-	}
-	while ((ar = archive_read_next_header (a, &e)) == ARCHIVE_OK || ar == ARCHIVE_WARN) {
-		if (++u.entries > AB_IMAGE_MAX_LAYER_ENTRIES) {
-			r = ab_error (err, 0, AB_E_LIMIT, "over %u entries",
-			              AB_IMAGE_MAX_LAYER_ENTRIES);
-			goto out;
-		}
-		if ((r = unpack_entry (&u, a, e, err)) < 0)
-			goto out;
-	}
-	if (ar != ARCHIVE_EOF) {
-		r = ab_error (err, 0, AB_E_INVALID, "bad tar archive: %s",
-		              archive_error_string (a) ? archive_error_string (a) : "?");
-		goto out;
-	}
-	r = apply_dir_modes (&u, err);
-out:
+	r = read_entries (&u, a, fd, err);
 	archive_read_free (a);
 	for (size_t i = 0; i < u.n_dirs; i++)
 		free (u.dirs[i].path);
