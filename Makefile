@@ -28,7 +28,7 @@ endif
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
 HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
-HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto
+HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto $(shell pkg-config --libs libcurl libarchive)
 
 # Host libraries: one archive per layer (build/lib/libab-LAYER.a; every
 # layer except the agent, without the CLI's main()), linked in this order,
@@ -36,7 +36,7 @@ HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto
 # last, with no --start-group: the linker reads each archive once, so a
 # call from a lower layer into a higher one is an undefined symbol at link
 # time, as an upward #include is a failure of `make layers`.
-HOST_LAYERS := cli daemon session backend net isolate spec policy proto base
+HOST_LAYERS := cli daemon image session backend net isolate spec policy proto base
 HOST_SRC  := $(filter-out src/cli/main.c,$(foreach d,$(HOST_LAYERS),$(wildcard src/$(d)/*.c)))
 # The agent is static and links libc only: base (minus the JSON helpers) and proto.
 AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/proto/*.c) \

@@ -13,6 +13,8 @@
 
 int ab_cmd_run (int argc, char **argv);
 int ab_cmd_doctor (int argc, char **argv);
+/* `agentbox image ...`: argv[0] is "image". */
+int ab_cmd_image (int argc, char **argv);
 /* `agentbox egress-proxy serve ...` / `t3-egress-proxy serve ...`: argv[0]
  * is the command, argv[1] "serve"; progname prefixes usage and messages. */
 int ab_cmd_egress_proxy (int argc, char **argv, const char *progname);
@@ -25,6 +27,15 @@ int ab_cmd_preview_bridge (int argc, char **argv, const char *progname);
 
 /* Parse `run` options into spec (argv[optind..] is the command). */
 int ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err);
+
+/* The image options of the last ab_run_parse_options: --pull, --state-dir
+ * and what the user gave that the image's config must not override. */
+struct ab_run_image_s {
+	char *state_dir; /* NULL = ab_default_state_dir () */
+	int pull;        /* ab_pull_policy */
+	bool workdir_given, user_given, command_given;
+};
+const struct ab_run_image_s *ab_run_image_options (void);
 
 /* Print "agentbox: <message>" on stderr. */
 void ab_cli_report (const ab_error_t *err);

@@ -97,6 +97,17 @@ request_from_args (int argc, char **argv, bool *as_json, ab_error_t *err)
 	ab_spec_free (&spec);
 	json_object_update (req, s);
 	json_decref (s);
+	/* With an image, what the user did not give is the image's to set
+	 * (the daemon's ab_image_prepare_spec). */
+	if (json_object_get (req, "image")) {
+		const struct ab_run_image_s *io = ab_run_image_options ();
+		static const char *const pulls[] = { "missing", "always", "never" };
+		if (!io->workdir_given)
+			json_object_del (req, "workdir");
+		if (!io->user_given)
+			json_object_del (req, "user");
+		json_object_set_new (req, "pull", json_string (pulls[io->pull % 3]));
+	}
 	return req;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fsutil.h"
 #include "base/log.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
@@ -156,7 +157,7 @@ ab_cmd_serve (int argc, char **argv)
 		              argv[optind]);
 	if (r == 0 && !c.socket_path)
 		c.socket_path = ab_daemon_default_socket ();
-	if (r == 0 && !c.state_dir && !(c.state_dir = ab_daemon_default_state_dir ()))
+	if (r == 0 && !c.state_dir && !(c.state_dir = ab_default_state_dir ()))
 		r = ab_error (&err, 0, AB_E_INVALID,
 		              "no --state-dir and no $XDG_STATE_HOME or $HOME");
 	if (r == 0) {

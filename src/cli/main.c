@@ -27,6 +27,7 @@ static const char usage[] =
         "sandbox\n"
         "  exec-server (--sandbox ID | --create [OPTS]) (--stdio | --listen ws://127.0.0.1:0)   "
         "the Codex exec-server protocol for a sandbox\n"
+        "  image pull|import|ls|inspect|rm|prune   the image store (docs/images.md)\n"
         "  mcp [--sandbox ID]               an MCP server on stdio: sandbox tools for MCP "
         "clients\n"
         "  egress-proxy serve [OPTIONS]     the SSRF-safe egress proxy (also as t3-egress-proxy)\n"
@@ -52,6 +53,7 @@ static const struct {
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },
+	{ "image", ab_cmd_image },
 };
 
 void

@@ -14,6 +14,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "image/image.h"
 
 enum {
 	OPT_WORKSPACE = 256,
@@ -42,7 +43,13 @@ enum {
 	OPT_AUDIT_LOG,
 	OPT_CREDENTIAL,
 	OPT_CREDENTIALS,
+	OPT_IMAGE,
+	OPT_PULL,
+	OPT_STATE_DIR,
 };
+
+/* What the image's config must not override (ab_run_image_options). */
+static struct ab_run_image_s image_opts;
 
 static const struct option run_options[] = {
 	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
@@ -75,6 +82,9 @@ static const struct option run_options[] = {
 	{ "json-result", required_argument, NULL, OPT_JSON_RESULT },
 	{ "tty", no_argument, NULL, 't' },
 	{ "no-tty", no_argument, NULL, OPT_NO_TTY },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "pull", required_argument, NULL, OPT_PULL },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -83,6 +93,8 @@ static const char run_usage[] =
         "usage: agentbox run [OPTIONS] -- CMD [ARGS...]\n"
         "  --workspace DIR | --no-workspace   DIR read-write at /workspace (default: current dir)\n"
         "  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
+        "  --image REF  --pull always|missing|never (missing)  --state-dir DIR   an image's "
+        "root\n"
         "  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
         "  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
         "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
@@ -293,8 +305,17 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case OPT_TMPFS: return parse_tmpfs (spec, arg, err);
 	case 'e': return env_add (env, arg, err);
 	case OPT_ENV_FILE: return env_file (env, arg, err);
-	case 'w': return set_string (&spec->workdir, arg);
-	case 'u': return parse_user (spec, arg, err);
+	case 'w': image_opts.workdir_given = true; return set_string (&spec->workdir, arg);
+	case 'u': image_opts.user_given = true; return parse_user (spec, arg, err);
+	case OPT_IMAGE: return set_string (&spec->image, arg);
+	case OPT_PULL: {
+		ab_pull_policy p;
+		if (ab_pull_policy_parse (arg, &p, err) < 0)
+			return -1;
+		image_opts.pull = p;
+		return 0;
+	}
+	case OPT_STATE_DIR: return set_string (&image_opts.state_dir, arg);
 	case OPT_HOSTNAME: return set_string (&spec->hostname, arg);
 	case OPT_BACKEND: return set_string (&spec->backend, arg);
 	case OPT_MICROVM_ACCEL: return set_string (&spec->microvm_accel, arg);
@@ -372,6 +393,12 @@ check_host_paths (struct ab_spec_s *spec, ab_error_t *err)
 	return 0;
 }
 
+const struct ab_run_image_s *
+ab_run_image_options (void)
+{
+	return &image_opts;
+}
+
 int
 ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err)
 {
@@ -384,6 +411,8 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 		set_string (&spec->workspace, cwd);
 	opterr = 0;
 	optind = 1;
+	free (image_opts.state_dir);
+	image_opts = (struct ab_run_image_s){ 0 };
 	while ((opt = getopt_long (argc, argv, "+:e:w:u:th", run_options, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs (run_usage, stdout);
@@ -412,7 +441,10 @@ ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t 
 	spec->argv = xcalloc ((size_t)(argc - optind) + 1, sizeof (char *));
 	for (int i = optind; i < argc; i++)
 		spec->argv[i - optind] = xstrdup (argv[i]);
-	if (ab_spec_validate (spec, err) < 0)
+	image_opts.command_given = argc > optind;
+	/* With an image and no command, Entrypoint + Cmd are the command:
+	 * the caller validates after ab_image_prepare_spec. */
+	if (!(spec->image && !image_opts.command_given) && ab_spec_validate (spec, err) < 0)
 		return -1;
 	return check_host_paths (spec, err);
 }

@@ -15,10 +15,12 @@
 
 #include "backend/backend.h"
 #include "base/cleanup.h"
+#include "base/fsutil.h"
 #include "base/sys.h"
 #include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "image/image.h"
 #include "policy/egress-policy.h"
 #include "cli/run-credentials.h"
 #include "session/cred-relay.h"
@@ -361,9 +363,29 @@ check_egress (const struct ab_spec_s *spec, ab_error_t *err)
 	return 0;
 }
 
+/* --image: the layered root and the image's defaults, then the checks
+ * parse_options left for after them; a lease keeps the image from
+ * `image rm` while this run lasts. */
+static int
+prepare_image (struct ab_spec_s *spec, char **state, char **holder, ab_error_t *err)
+{
+	const struct ab_run_image_s *io = ab_run_image_options ();
+	struct ab_image_given_s given = { io->workdir_given, io->user_given, io->command_given };
+
+	if (!spec->image)
+		return 0;
+	*state = io->state_dir ? xstrdup (io->state_dir) : ab_default_state_dir ();
+	if (ab_image_prepare_spec (*state, spec, (ab_pull_policy)io->pull, &given, NULL, err) < 0
+	    || ab_spec_validate (spec, err) < 0)
+		return -1;
+	*holder = xasprintf ("run-%d", (int)getpid ());
+	return ab_image_lease_take (*state, *holder, spec->image_digest, NULL, err);
+}
+
 int
 ab_cmd_run (int argc, char **argv)
 {
+	cleanup_free char *state = NULL, *holder = NULL;
 	struct ab_spec_s spec;
 	struct ab_cred_config_s *creds = NULL;
 	ab_error_t err = AB_ERROR_INIT;
@@ -375,7 +397,8 @@ ab_cmd_run (int argc, char **argv)
 		ab_spec_free (&spec);
 		return AB_EXIT_FAILED;
 	}
-	if (check_egress (&spec, &err) < 0 || ab_run_credentials_prepare (&spec, &creds, &err) < 0)
+	if (prepare_image (&spec, &state, &holder, &err) < 0 || check_egress (&spec, &err) < 0
+	    || ab_run_credentials_prepare (&spec, &creds, &err) < 0)
 		code = -1;
 	else
 		code = run_in_sandbox (&spec, creds, &err);
@@ -383,6 +406,8 @@ ab_cmd_run (int argc, char **argv)
 		ab_cli_report (&err);
 		code = AB_EXIT_FAILED;
 	}
+	if (holder)
+		ab_image_lease_release (state, holder);
 	ab_spec_free (&spec);
 	return code;
 }

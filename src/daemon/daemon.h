@@ -26,11 +26,11 @@ struct ab_daemon_config_s {
 };
 
 /* Defaults: /run/agentbox/agentbox.sock and /var/lib/agentbox for root,
- * $XDG_RUNTIME_DIR/agentbox.sock and $XDG_STATE_HOME/agentbox otherwise. */
+ * $XDG_RUNTIME_DIR/agentbox.sock and $XDG_STATE_HOME/agentbox otherwise
+ * (the state directory: ab_default_state_dir, base/fsutil.h). */
 void ab_daemon_config_init (struct ab_daemon_config_s *c);
 void ab_daemon_config_free (struct ab_daemon_config_s *c);
 char *ab_daemon_default_socket (void);
-char *ab_daemon_default_state_dir (void);
 
 /* Runs until SIGTERM or SIGINT; sandboxes outlive it.  The caller's main
  * ignores SIGPIPE first: a client that goes away must fail a write with

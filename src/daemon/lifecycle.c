@@ -30,6 +30,7 @@
 #include "base/sys.h"
 #include "base/unix-socket.h"
 #include "base/xalloc.h"
+#include "image/image.h"
 #include "spec/spec-json.h"
 
 #define MONITOR_EXIT_WAIT_MS 15000
@@ -182,6 +183,7 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	json_object_del (spec, "ttl");
 	json_object_del (spec, "labels");
 	json_object_del (spec, "credentials");
+	json_object_del (spec, "pull");
 	b->workspace_owned = !json_object_get (spec, "workspace");
 	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
 		r = -1;
@@ -290,9 +292,40 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	return 0;
 }
 
+/* "image": the layered root and the image's defaults from the store the
+ * CLI shares (STATE/images); what the request names wins over the
+ * image's config.  A client's own "root" is dropped with an image. */
+static int
+prepare_image (struct ab_daemon_s *d, struct ab_box_s *b, const json_t *req, ab_error_t *err)
+{
+	json_t *pull = json_object_get (req, "pull");
+	struct ab_image_given_s given = { json_object_get (req, "workdir") != NULL,
+		                          json_object_get (req, "user") != NULL, false };
+	ab_pull_policy p = AB_PULL_MISSING;
+	char *argv[] = { (char *)"true", NULL };
+	int r;
+
+	if (!b->spec.image)
+		return 0;
+	if (pull
+	    && (!json_is_string (pull)
+	        || ab_pull_policy_parse (json_string_value (pull), &p, err) < 0))
+		return ab_error (err, 0, AB_E_INVALID, "pull: expected always, missing or never");
+	ab_cleanup_strvp (&b->spec.root.layers);
+	if (ab_image_prepare_spec (d->cfg->state_dir, &b->spec, p, &given, NULL, err) < 0)
+		return -1;
+	/* The spec's command is the one-shot path's; a service sandbox has none. */
+	ab_cleanup_strvp (&b->spec.argv);
+	b->spec.argv = argv;
+	r = ab_spec_validate (&b->spec, err);
+	b->spec.argv = NULL;
+	return r;
+}
+
 static void
 undo_create (struct ab_daemon_s *d, struct ab_box_s *b)
 {
+	ab_image_lease_release (d->cfg->state_dir, b->id);
 	ab_rm_rf (b->dir);
 	ab_registry_remove (d, b);
 }
@@ -311,13 +344,20 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 	b->state = AB_BOX_CREATING;
 	ab_port_token_new (b->port_token);
 	if (parse_request (b, req, err) < 0 || check_spec (b, err) < 0
-	    || ab_registry_add (d, b, err) < 0) {
+	    || prepare_image (d, b, req, err) < 0 || ab_registry_add (d, b, err) < 0) {
 		ab_box_unref (d, b);
 		return -1;
 	}
 	if (mkdir (b->dir, 0700) < 0
 	    || (b->workspace_owned && mkdir (b->spec.workspace, 0755) < 0)) {
 		ab_error (err, errno, AB_E_SYSTEM, "create %s", b->dir);
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
+	if (b->spec.image_digest
+	    && ab_image_lease_take (d->cfg->state_dir, b->id, b->spec.image_digest, b->dir, err)
+	               < 0) {
 		undo_create (d, b);
 		ab_box_unref (d, b);
 		return -1;
@@ -395,6 +435,7 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 	}
 	if (ab_rm_rf (b->dir) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "remove %s", b->dir);
+	ab_image_lease_release (d->cfg->state_dir, b->id);
 	ab_registry_remove (d, b);
 	ab_metrics_inc ("sandboxes_deleted");
 	return 0;

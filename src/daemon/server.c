@@ -74,20 +74,6 @@ ab_daemon_default_socket (void)
 	return xasprintf ("/tmp/agentbox-%u/agentbox.sock", (unsigned)geteuid ());
 }
 
-char *
-ab_daemon_default_state_dir (void)
-{
-	const char *xdg = getenv ("XDG_STATE_HOME"), *home = getenv ("HOME");
-
-	if (geteuid () == 0)
-		return xstrdup ("/var/lib/agentbox");
-	if (xdg && xdg[0] == '/')
-		return xasprintf ("%s/agentbox", xdg);
-	if (home && home[0] == '/')
-		return xasprintf ("%s/.local/state/agentbox", home);
-	return NULL;
-}
-
 /* mkdir -p with `mode` for what is created; the last component must end
  * up ours and not writable by anyone else (else another user could swap
  * our socket or state for theirs). */

@@ -22,53 +22,6 @@
 
 #define STATE_VERSION 1
 
-int
-ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)
-{
-	cleanup_free char *tmp = xasprintf ("%s.tmp", path);
-	cleanup_free char *dir = xstrdup (path);
-	cleanup_close int fd = -1, dfd = -1;
-	char *slash = strrchr (dir, '/');
-
-	fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "create %s", tmp);
-	if (ab_write_all (fd, data, len) < 0 || fsync (fd) < 0) {
-		int e = errno;
-		unlink (tmp);
-		return ab_error (err, e, AB_E_SYSTEM, "write %s", tmp);
-	}
-	if (rename (tmp, path) < 0) {
-		int e = errno;
-		unlink (tmp);
-		return ab_error (err, e, AB_E_SYSTEM, "rename %s", tmp);
-	}
-	if (slash)
-		*slash = '\0';
-	/* The rename is durable only once the directory is. */
-	dfd = open (slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0)
-		fsync (dfd);
-	return 0;
-}
-
-static int
-rm_one (const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	return (type == FTW_DP ? rmdir (path) : unlink (path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int
-ab_rm_rf (const char *path)
-{
-	/* FTW_PHYS: never follow a symlink the sandbox may have planted in
-	 * its workspace; FTW_MOUNT: never walk into another filesystem. */
-	int r = nftw (path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	return r < 0 && errno == ENOENT ? 0 : r;
-}
-
 /* The spec as JSON without the sandbox's credential token: the variables
  * that carry it (AGENTBOX_CREDENTIAL_TOKEN, OPENAI_API_KEY, ...; any
  * value containing it) are dropped for state.json, where
