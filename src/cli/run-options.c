@@ -42,6 +42,8 @@ enum {
 	OPT_AUDIT_LOG,
 	OPT_CREDENTIAL,
 	OPT_CREDENTIALS,
+	OPT_READ_ONLY,
+	OPT_ROOT_LAYER,
 };
 
 static const struct option run_options[] = {
@@ -75,6 +77,8 @@ static const struct option run_options[] = {
 	{ "json-result", required_argument, NULL, OPT_JSON_RESULT },
 	{ "tty", no_argument, NULL, 't' },
 	{ "no-tty", no_argument, NULL, OPT_NO_TTY },
+	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
+	{ "root-layer", required_argument, NULL, OPT_ROOT_LAYER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -83,6 +87,9 @@ static const char run_usage[] =
         "usage: agentbox run [OPTIONS] -- CMD [ARGS...]\n"
         "  --workspace DIR | --no-workspace   DIR read-write at /workspace (default: current dir)\n"
         "  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
+        "  --read-only                        an image's root without an upper layer\n"
+        "  --root-layer DIR                   low level: a layer directory of the root, in\n"
+        "                                     overlay form, lowest first (repeatable)\n"
         "  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
         "  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
         "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
@@ -280,6 +287,21 @@ parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
 	}
 }
 
+/* --root-layer: an existing directory, by its real path. */
+static int
+add_root_layer (struct ab_spec_s *spec, const char *arg, ab_error_t *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath (arg, real) || stat (real, &st) < 0)
+		return ab_error (err, errno, AB_E_INVALID, "--root-layer %s", arg);
+	if (!S_ISDIR (st.st_mode))
+		return ab_error (err, 0, AB_E_INVALID, "--root-layer %s is not a directory", arg);
+	ab_strv_push (&spec->root.layers, real);
+	return 0;
+}
+
 static int
 apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const char *arg,
               ab_error_t *err)
@@ -288,6 +310,8 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case OPT_WORKSPACE: return set_string (&spec->workspace, arg);
 	case OPT_NO_WORKSPACE: return set_string (&spec->workspace, NULL);
 	case OPT_ROOTFS: return set_string (&spec->rootfs, strcmp (arg, "host") == 0 ? NULL : arg);
+	case OPT_READ_ONLY: spec->root.read_only = true; return 0;
+	case OPT_ROOT_LAYER: return add_root_layer (spec, arg, err);
 	case OPT_RO: return parse_mount (spec, AB_MOUNT_RO_BIND, arg, err);
 	case OPT_RW: return parse_mount (spec, AB_MOUNT_RW_BIND, arg, err);
 	case OPT_TMPFS: return parse_tmpfs (spec, arg, err);

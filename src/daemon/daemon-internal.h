@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/rm-rf.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/sys.h"
@@ -118,7 +119,6 @@ json_t *ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b);
 int ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err);
 int ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 int ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err);
-int ab_rm_rf (const char *path);
 /* The public view for the API. */
 json_t *ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b);
 

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,23 +49,6 @@ ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t
 	if (dfd >= 0)
 		fsync (dfd);
 	return 0;
-}
-
-static int
-rm_one (const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	return (type == FTW_DP ? rmdir (path) : unlink (path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int
-ab_rm_rf (const char *path)
-{
-	/* FTW_PHYS: never follow a symlink the sandbox may have planted in
-	 * its workspace; FTW_MOUNT: never walk into another filesystem. */
-	int r = nftw (path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-	return r < 0 && errno == ENOENT ? 0 : r;
 }
 
 /* The spec as JSON without the sandbox's credential token: the variables
