@@ -61,6 +61,18 @@ add_layers (int fsfd, char *const *layers, size_t n, int userns_fd, int *fds, ab
 	return 0;
 }
 
+/* "volatile": no sync of the upper's filesystem at every syncfs and at
+ * the unmount (the end of the sandbox: measured ~20 ms of a 45 ms run).
+ * An upper layer lives as long as its sandbox and is never mounted again
+ * after a crash, which is all overlayfs asks of a volatile upper. */
+static int
+set_volatile (int fsfd, ab_error_t *err)
+{
+	if (ab_sys_fsconfig (fsfd, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "overlayfs volatile");
+	return 0;
+}
+
 static void
 close_all (int *fds, size_t n)
 {
@@ -108,7 +120,8 @@ ab_overlay_mount_fd (char *const *layers, int upper_fd, int work_fd, int userns_
 	if (add_layers (fsfd, layers, n, userns_fd, fds, err) < 0
 	    || (writable
 	        && (set_fd (fsfd, "upperdir", upper_fd, "", err) < 0
-	            || set_fd (fsfd, "workdir", work_fd, "", err) < 0)))
+	            || set_fd (fsfd, "workdir", work_fd, "", err) < 0
+	            || set_volatile (fsfd, err) < 0)))
 		mfd = -1;
 	else
 		mfd = create_overlay (fsfd, writable, err);

@@ -19,7 +19,7 @@ make_layers() {
 	mkdir -p "$d/l1/bin" "$d/l1/usr/bin" "$d/l1/etc" "$d/l1/tmp" "$d/l1/home/u" \
 		"$d/l2/usr/share/gone" "$d/l2/opaque" "$d/l3/usr/share" "$d/l3/opaque"
 	cp /bin/busybox "$d/l1/bin/busybox"
-	for a in sh ls cat echo touch mkdir rm id stat test env grep; do
+	for a in sh ls cat echo touch mkdir rm id stat test env grep sort wget; do
 		ln -s busybox "$d/l1/bin/$a"
 	done
 	chown 1000:1000 "$d/l1/home/u"
@@ -123,6 +123,22 @@ check_backend() {
 	"$DOCKER" image ls --format '{{.Repository}}' | grep -qx agentbox/layers
 	[ "$("$DOCKER" image ls -q agentbox/layers | wc -l)" -eq 1 ]
 	[ -z "$("$DOCKER" ps -aq --filter label=agentbox=1)" ]
+}
+
+@test "--network proxy with a layered root: the proxy variables set, the egress proxy answers" {
+	local b
+	for b in native gvisor; do
+		[ "$b" = gvisor ] && ! command -v runsc >/dev/null && continue
+		run run_on "$b" --network proxy "${LAYER_ARGS[@]}" -- sh -c \
+			'env | grep -i "^https*_proxy=" | sort; wget -O- http://127.0.0.1:9/ 2>&1; true'
+		echo "$b: $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"HTTPS_PROXY=http://127.0.0.1:3128"* ]]
+		[[ "$output" == *"http_proxy=http://127.0.0.1:3128"* ]]
+		# Loopback is denied by the egress policy: the proxy's own answer.
+		[[ "$output" == *"403 Forbidden"* ]]
+	done
+	assert_nothing_left "$BATS_TEST_TMPDIR/before"
 }
 
 @test "microvm refuses a layered root with a clear error, never the host root" {
