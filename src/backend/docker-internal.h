@@ -20,6 +20,7 @@
  * is a read-only bind).  Made locally with `docker import`, never pulled. */
 #define AB_DOCKER_EMPTY_IMAGE "agentbox/empty:1"
 #define AB_DOCKER_ROOTFS_REPO "agentbox/rootfs"
+#define AB_DOCKER_LAYERS_REPO "agentbox/layers"
 
 /* Owner of the door directory: a uid no command of a sandbox can have
  * (commands run as 0-65535), so the commands, root included (no
@@ -91,6 +92,16 @@ int ab_docker_image_tag (const char *rootfs, char *tag, size_t cap, ab_error_t *
  * tar stream) as tag.  No registry is ever involved. */
 int ab_docker_import_image (const char *client, const char *rootfs, const char *tag,
                             ab_error_t *err);
+
+/* A layered root (spec->root.layers) as one image, AB_DOCKER_LAYERS_REPO:
+ * <128 bits of a SHA-256 over each layer's real path and the lstat of its
+ * top directory>: layers are immutable (the store's are content
+ * addressed), so the list names the merged tree.  The import streams the
+ * layers' overlay (mounted at scratch_dir/root in a mount namespace of a
+ * child's own) into `docker import`: the merged tree, whiteouts applied. */
+int ab_docker_layers_tag (char *const *layers, char *tag, size_t cap, ab_error_t *err);
+int ab_docker_import_layers (const char *client, char *const *layers, const char *scratch_dir,
+                             const char *tag, ab_error_t *err);
 
 /* The tag a --rootfs directory imports to: AB_DOCKER_ROOTFS_REPO:<hex>,
  * from a SHA-256 over its real path and every entry's stat (see

@@ -172,7 +172,7 @@ mounts (struct argv_s *a, const struct ab_spec_s *spec, const struct ab_docker_r
 		if (rc < 0)
 			return -1;
 	}
-	if (spec->rootfs)
+	if (spec->rootfs || spec->root.layers)
 		return 0; /* the image is the root: no host tree, nothing to mask */
 	/* The covers, bound read-only (see ab_host_mask_covers): opening a
 	 * masked path fails with EACCES as on the host, even for container
@@ -218,7 +218,10 @@ ab_docker_run_argv (const struct ab_spec_s *spec, const struct ab_docker_run_s *
 		push2 (&a, "--label", label);
 	}
 	push2 (&a, "--network", "none");
-	push (&a, "--read-only");
+	/* A writable layered root: Docker's own container layer takes the
+	 * writes, removed with the container. */
+	if (!spec->root.layers || spec->root.read_only)
+		push (&a, "--read-only");
 	/* "--flag=value": a value is never read as a flag of its own. */
 	cleanup_free char *hostname =
 	        xasprintf ("--hostname=%s", spec->hostname ? spec->hostname : AB_DEFAULT_HOSTNAME);

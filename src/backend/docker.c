@@ -115,7 +115,7 @@ free_run (struct ab_docker_run_s *r)
 static int
 host_layout (const struct ab_spec_s *spec, struct ab_docker_run_s *r, ab_error_t *err)
 {
-	if (spec->rootfs)
+	if (spec->rootfs || spec->root.layers)
 		return 0;
 	r->trees = ab_docker_existing_trees ();
 	for (char **t = r->trees; *t; t++)
@@ -177,7 +177,9 @@ run_container (struct docker_ctx_s *c, const struct ab_spec_s *spec, ab_error_t 
 		.mask_dir = c->mask_dir,
 	};
 	cleanup_strv char **argv = NULL;
-	int rc = ab_docker_image_tag (spec->rootfs, image, sizeof image, err);
+	int rc = spec->root.layers
+	                 ? ab_docker_layers_tag (spec->root.layers, image, sizeof image, err)
+	                 : ab_docker_image_tag (spec->rootfs, image, sizeof image, err);
 
 	if (rc == 0)
 		rc = host_layout (spec, &r, err);
@@ -188,7 +190,11 @@ run_container (struct docker_ctx_s *c, const struct ab_spec_s *spec, ab_error_t 
 		rc = docker_run (c, spec, argv, err);
 	if (rc == 1) {
 		/* First use of this image on this daemon. */
-		if (ab_docker_import_image (c->client, spec->rootfs, image, err) < 0)
+		if ((spec->root.layers
+		             ? ab_docker_import_layers (c->client, spec->root.layers, c->dir, image,
+		                                        err)
+		             : ab_docker_import_image (c->client, spec->rootfs, image, err))
+		    < 0)
 			return -1;
 		rc = docker_run (c, spec, argv, err);
 		if (rc == 1)

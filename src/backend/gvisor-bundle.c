@@ -8,9 +8,11 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -20,6 +22,8 @@
 #include "backend/sandbox-dir.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
+#include "isolate/mountfd.h"
+#include "isolate/overlay.h"
 
 /* The door directory and the mask covers belong to an id that is neither
  * root nor the sandbox's user.  Door, mode 0711: the agent (root with
@@ -49,6 +53,8 @@ make_dirs (int dfd, const struct ab_spec_s *spec, ab_error_t *err)
 		return 0;
 	if (mkdirat (dfd, "rootfs", 0755) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sandbox root directory");
+	if (spec->root.layers)
+		return 0;
 	return ab_host_mask_covers (dfd, "mask-file", "mask-dir", stranger, err);
 }
 
@@ -96,12 +102,14 @@ write_config (int dfd, const struct ab_gvisor_s *g, const struct ab_spec_s *spec
 	cleanup_free char *door = xasprintf ("%s/%s", g->dir, AB_GVISOR_DOOR);
 	cleanup_free char *mask_file = xasprintf ("%s/mask-file", g->dir);
 	cleanup_free char *mask_dir = xasprintf ("%s/mask-dir", g->dir);
+	bool own_root = spec->rootfs || spec->root.layers;
 	struct ab_oci_bundle_s b = {
 		.spec = spec,
 		.root_path = spec->rootfs ? spec->rootfs : root,
+		.root_writable = spec->root.layers && !spec->root.read_only,
 		.agent_path = g->agent,
-		/* The host's own libc runs the commands only without --rootfs. */
-		.shim_path = spec->rootfs ? NULL : g->shim,
+		/* The host's own libc runs the commands only on the host's trees. */
+		.shim_path = own_root ? NULL : g->shim,
 		.door_dir = door,
 		/* runsc's cgroup is the one it runs in (ours, gvisor.c): a
 		 * relative cgroupsPath is taken from runsc's own group in each
@@ -133,6 +141,55 @@ write_config (int dfd, const struct ab_gvisor_s *g, const struct ab_spec_s *spec
 	if (r < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "write %s/config.json", g->dir);
 	return 0;
+}
+
+/* root-upper/{upper,work}: the overlay's writable layer on the host.
+ * runsc makes its mount points (/workspace, /tmp...) in the root on the
+ * host side, so even a read-only root needs one (then the OCI root is
+ * read-only and only those land in it). */
+static int
+upper_dirs (const struct ab_gvisor_s *g, int *upper, int *work, ab_error_t *err)
+{
+	cleanup_free char *base = xasprintf ("%s/" AB_GVISOR_ROOT_UPPER, g->dir);
+	cleanup_close int dfd = -1;
+
+	if (mkdir (base, 0700) < 0
+	    || (dfd = open (base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0
+	    || mkdirat (dfd, "upper", 0755) < 0 || mkdirat (dfd, "work", 0700) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "root upper directory %s", base);
+	*upper = openat (dfd, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	*work = openat (dfd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*upper < 0 || *work < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "root upper directory %s", base);
+	return 0;
+}
+
+/* A layered root: overlayfs of its layers and root-upper/ at rootfs/,
+ * mounted in a mount namespace of the monitor's own, which runsc
+ * inherits: nothing of it is on the host's mount table, and it ends with
+ * the last process of the sandbox, even after a SIGKILL.  The writes stay
+ * in root-upper/, removed with the sandbox directory. */
+static int
+mount_layers (const struct ab_gvisor_s *g, const struct ab_spec_s *spec, ab_error_t *err)
+{
+	cleanup_free char *path = xasprintf ("%s/rootfs", g->dir);
+	cleanup_close int target = -1, mnt = -1, upper = -1, work = -1;
+
+	/* Every path opened after the unshare: overlayfs and move_mount take
+	 * only mounts of the current namespace. */
+	if (unshare (CLONE_NEWNS) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "unshare a mount namespace for the root");
+	if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "make / a slave mount");
+	if (upper_dirs (g, &upper, &work, err) < 0)
+		return -1;
+	mnt = ab_overlay_mount_fd (spec->root.layers, upper, work, -1, err);
+	if (mnt < 0)
+		return ab_error_wrap (err, "layered root");
+	target = open (path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (target < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "sandbox root directory");
+	return ab_mount_attach (mnt, target, "the layered root", err);
 }
 
 /* What spec->service_socket links to: "<name>.d/door/agent.sock"
@@ -189,7 +246,9 @@ ab_gvisor_prepare (struct ab_gvisor_s *g, const struct ab_spec_s *spec, ab_error
 		return -1;
 	g->own_dir = true;
 	r = make_dirs (dfd, spec, err);
-	if (r == 0 && !spec->rootfs)
+	if (r == 0 && spec->root.layers)
+		r = mount_layers (g, spec, err);
+	else if (r == 0 && !spec->rootfs)
 		r = host_layout (dfd, &p, err);
 	if (r == 0)
 		r = write_config (dfd, g, spec, &p, err);
@@ -214,7 +273,12 @@ void
 ab_gvisor_remove_dir (const struct ab_gvisor_s *g)
 {
 	/* FTW_PHYS: never follow a link (rootfs/bin -> usr/bin is one);
-	 * FTW_MOUNT: never cross into a mounted filesystem. */
+	 * FTW_MOUNT: never cross into a mounted filesystem (a layered root's
+	 * overlay, in our own mount namespace, goes first). */
+	if (g->layered) {
+		cleanup_free char *root = xasprintf ("%s/rootfs", g->dir);
+		umount2 (root, MNT_DETACH);
+	}
 	nftw (g->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 

@@ -6,7 +6,11 @@
  * service socket, "<service_socket>.d/" (0700):
  *   config.json   the OCI bundle's config (the bundle is the directory)
  *   rootfs/       the container's empty read-only root (host binds) with
- *                 the host's top-level symlinks (bin -> usr/bin, ...)
+ *                 the host's top-level symlinks (bin -> usr/bin, ...); with
+ *                 a layered root, the mount point of their overlay (in the
+ *                 monitor's own mount namespace only)
+ *   root-upper/   a layered root's upper and work directories: what the
+ *                 sandbox writes to its root
  *   mask-file, mask-dir   empty, mode 0000, bound over what must stay
  *                 hidden under the host's /etc (backend/host-mask.c)
  *   state/        runsc --root: never runsc's default, so nothing is shared
@@ -32,6 +36,7 @@
 #define AB_GVISOR_LOG              "runsc.log"
 #define AB_GVISOR_DOOR             "door"
 #define AB_GVISOR_SOCKET_NAME      "agent.sock"
+#define AB_GVISOR_ROOT_UPPER       "root-upper"
 /* runsc's container id: "agentbox-<sandbox id>".  runsc makes no cgroup
  * of its own (no linux.cgroupsPath): the limits are on ours (gvisor.c).
  * Older builds had runsc make "gvisor-<container id>" groups, which
@@ -51,6 +56,7 @@ struct ab_gvisor_s {
 	char *dir;      /* <service_socket>.d */
 	char *cid;      /* the runsc container id: agentbox-<sandbox id> */
 	bool own_dir;   /* dir was made for this sandbox: ours to remove */
+	bool layered;   /* spec->root.layers: rootfs/ is their overlay (gvisor-bundle.c) */
 	pid_t keeper;
 	int keeper_pidfd;
 	/* The host cgroup "agentbox-<sandbox id>" with the limits (NULL when

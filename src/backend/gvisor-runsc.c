@@ -123,6 +123,10 @@ ab_runsc_argv (const struct ab_gvisor_s *g, const char *const *cmd)
 	ab_strv_push (&v, "--ignore-cgroups");
 	if (platform)
 		ab_strv_push (&v, platform);
+	/* A layered root's writes go to its host upper layer (root-upper/),
+	 * not to a memory overlay of runsc's. */
+	if (g->layered)
+		ab_strv_push (&v, "--overlay2=none");
 	for (size_t i = 0; cmd[i]; i++)
 		ab_strv_push (&v, cmd[i]);
 	return v;

@@ -218,6 +218,7 @@ gvisor_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 		g.shim = shim_beside (g.agent);
 		g.dir = xasprintf ("%s.d", spec->service_socket);
 		g.cid = xasprintf ("%s%s", AB_GVISOR_CID_PREFIX, sb->id);
+		g.layered = spec->root.layers != NULL;
 		r = ab_monitor_spawn (spec, &g, NULL, 0, sb, err);
 	}
 	gvisor_free (&g);

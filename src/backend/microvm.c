@@ -112,6 +112,11 @@ microvm_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbo
 	ab_sandbox_begin (sb, &ab_backend_microvm);
 	if (ab_monitor_require_service (spec, "microvm", err) < 0)
 		return -1;
+	/* Not yet: the guest would need the layers' overlay over 9p. */
+	if (spec->root.layers)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "the microvm backend cannot run a layered root (--image) yet; "
+		                 "use --backend native, gvisor or docker");
 	vm.kvm = !spec->microvm_accel || strcmp (spec->microvm_accel, "tcg") != 0;
 	if (check_all (vm.kvm, err) < 0)
 		return -1;

@@ -145,6 +145,8 @@ ab_native_init (struct ab_native_init_s *in)
 	if (in->sync_fd < 0)
 		_exit (125);
 	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &none);
+	if (in->spec->root.layers) /* the layered root's overlay came with it */
+		in->image_mnt = none;
 	if (become_sandbox_root (in, &err) < 0
 	    || (agent = ab_agent_exe_mount (in->agent_path, &err)) < 0
 	    || ab_rootfs_capture (in->spec, in->become_root, in->image_mnt, &rf, &err) < 0

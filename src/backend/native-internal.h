@@ -12,13 +12,15 @@ struct ab_native_init_s {
 	int sync_fd;   /* to the monitor: "go" in, an error message out */
 	int door_fd;   /* the sandbox's end of the agent connection, or -1 */
 	int listen_fd; /* service mode: the agent's listening socket, or -1 */
-	int image_mnt; /* privileged --rootfs: a detached read-only mount of it, or -1 */
+	int image_mnt; /* privileged --rootfs: a detached read-only mount of it; a layered
+	                * root: its overlay (sent with GO_MAPS); or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
 };
 
 /* The monitor's go-ahead messages on sync_fd.  GO_MAPS: the id maps are
- * written, start building the root.  GO_READY: the cgroups are joined.
+ * written, start building the root (with a layered root, the message
+ * carries its overlay mount).  GO_READY: the cgroups are joined.
  * When privileged, GO_MOUNT messages follow, each carrying one idmapped
  * mount by SCM_RIGHTS: the workspace, then every bind in spec order.
  * Splitting them lets the monitor's slow steps (cgroup v1 attach, the

@@ -32,6 +32,7 @@
 #include "backend/agent-exe.h"
 #include "backend/monitor.h"
 #include "backend/native-internal.h"
+#include "backend/native-root.h"
 #include "backend/service-socket.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
@@ -68,6 +69,7 @@ struct monitor_s {
 	ab_cgroup_t *cgroup;
 	bool rlimits; /* no cgroup could be made: the limits are rlimits */
 	struct idmap_cache_s idmaps;
+	char *root_dir; /* the layered root's upper and work (native-root.h), or NULL */
 };
 
 static int
@@ -272,6 +274,27 @@ fail_errno (struct monitor_s *m, ab_error_t *err, const char *what)
 	return start_failed (m, err);
 }
 
+/* GO_MAPS, with the layered root's overlay when there is one: it needs
+ * init's user namespace (its maps idmap the layers), and init needs it
+ * before it builds its root. */
+static int
+send_maps_go (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err)
+{
+	char go = AB_NATIVE_GO_MAPS;
+	int fd, r;
+
+	if (!m->spec->root.layers)
+		return ab_write_all (m->sync_fd, &go, 1) < 0 ? fail_errno (m, err, "start sandbox")
+		                                             : 0;
+	fd = ab_native_root_mount (m->spec, m->init_pid, ab_idmap_host_uid (map, 0), &m->root_dir,
+	                           err);
+	if (fd < 0)
+		return ab_error_wrap (err, "layered root");
+	r = ab_send_with_fds (m->sync_fd, &go, 1, &fd, 1);
+	close (fd);
+	return r < 0 ? fail_errno (m, err, "start sandbox") : 0;
+}
+
 /* Clone init, write its maps, let it build its root while we create its
  * cgroups, join it to them and prepare the idmapped mounts. */
 static int
@@ -279,10 +302,17 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 {
 	struct ab_idmap_s map;
 	int sync[2];
-	char go = AB_NATIVE_GO_MAPS;
+	char go;
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
 	in->become_root = map.privileged;
+	/* The layers are host root's: only a privileged monitor can idmap them
+	 * to the sandbox's ids (and make an overlay over idmapped layers). */
+	if (m->spec->root.layers && !map.privileged)
+		return ab_error (err, 0, AB_E_DENIED,
+		                 "a layered root (--image) on the native backend needs agentbox "
+		                 "to run as root: its layers are root's and are idmapped to the "
+		                 "sandbox's ids");
 	/* The host end of the agent's door: inherited by the agent as fd 4. */
 	if (m->spec->service_socket
 	    && (in->listen_fd = ab_service_socket_listen (m->spec->service_socket, 0, err)) < 0)
@@ -309,8 +339,8 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	m->sync_fd = sync[0];
 	if (ab_userns_write_maps (m->init_pid, &map, err) < 0)
 		return start_failed (m, err);
-	if (ab_write_all (m->sync_fd, &go, 1) < 0)
-		return fail_errno (m, err, "start sandbox");
+	if (send_maps_go (m, &map, err) < 0)
+		return -1;
 	/* cgroup v1 create and attach cost milliseconds (memcg allocation, an
 	 * RCU grace period in the attach): done while init builds its root. */
 	if (create_cgroup (m, err) < 0
@@ -445,6 +475,10 @@ native_stop (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t
 	if (m->cgroup)
 		r = ab_cgroup_destroy (m->cgroup, err);
 	m->cgroup = NULL;
+	/* Init is reaped: the overlay lived only in its mount namespace. */
+	ab_native_root_remove (m->root_dir);
+	free (m->root_dir);
+	m->root_dir = NULL;
 	return r;
 }
 

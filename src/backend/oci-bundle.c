@@ -276,7 +276,7 @@ ab_oci_config (const struct ab_oci_bundle_s *b, ab_error_t *err)
 	cfg = json_object ();
 	root = json_object ();
 	json_object_set_new (root, "path", json_string (b->root_path));
-	json_object_set_new (root, "readonly", json_true ());
+	json_object_set_new (root, "readonly", json_boolean (!b->root_writable));
 	json_object_set_new (cfg, "ociVersion", json_string ("1.0.2"));
 	json_object_set_new (cfg, "process", process_json (b));
 	json_object_set_new (cfg, "root", root);

@@ -31,7 +31,10 @@ struct ab_oci_mask_s {
 
 struct ab_oci_bundle_s {
 	const struct ab_spec_s *spec;
-	const char *root_path;  /* host directory used as the container's root */
+	const char *root_path; /* host directory used as the container's root */
+	/* root.readonly false: the root takes writes (a layered root's host
+	 * upper layer) */
+	bool root_writable;
 	const char *agent_path; /* host path of agentbox-agent (bound read-only) */
 	/* host path of agentbox-statx-shim.so, preloaded into commands
 	 * (tools/statx-shim.c), or NULL */

@@ -41,6 +41,9 @@ struct ab_open_how_s {
 #define FSCONFIG_SET_STRING 1
 #define FSCONFIG_CMD_CREATE 6
 #endif
+#ifndef FSCONFIG_SET_FD
+#define FSCONFIG_SET_FD 5
+#endif
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
 #define MOUNT_ATTR_NOSUID 0x00000002

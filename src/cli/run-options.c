@@ -46,6 +46,8 @@ enum {
 	OPT_IMAGE,
 	OPT_PULL,
 	OPT_STATE_DIR,
+	OPT_READ_ONLY,
+	OPT_ROOT_LAYER,
 };
 
 /* What the image's config must not override (ab_run_image_options). */
@@ -85,6 +87,8 @@ static const struct option run_options[] = {
 	{ "image", required_argument, NULL, OPT_IMAGE },
 	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "read-only", no_argument, NULL, OPT_READ_ONLY },
+	{ "root-layer", required_argument, NULL, OPT_ROOT_LAYER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -95,6 +99,9 @@ static const char run_usage[] =
         "  --rootfs host|DIR                  root filesystem (default: host, read-only)\n"
         "  --image REF  --pull always|missing|never (missing)  --state-dir DIR   an image's "
         "root\n"
+        "  --read-only                        an image's root without an upper layer\n"
+        "  --root-layer DIR                   low level: a layer directory of the root, in\n"
+        "                                     overlay form, lowest first (repeatable)\n"
         "  --ro SRC[:DST]  --rw SRC[:DST]  --tmpfs DST[:SIZE]\n"
         "  -e, --env K=V | K   --env-file FILE   -w, --workdir DIR   -u, --user UID[:GID]\n"
         "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
@@ -292,6 +299,21 @@ parse_limit (struct ab_spec_s *spec, int opt, const char *arg, ab_error_t *err)
 	}
 }
 
+/* --root-layer: an existing directory, by its real path. */
+static int
+add_root_layer (struct ab_spec_s *spec, const char *arg, ab_error_t *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath (arg, real) || stat (real, &st) < 0)
+		return ab_error (err, errno, AB_E_INVALID, "--root-layer %s", arg);
+	if (!S_ISDIR (st.st_mode))
+		return ab_error (err, 0, AB_E_INVALID, "--root-layer %s is not a directory", arg);
+	ab_strv_push (&spec->root.layers, real);
+	return 0;
+}
+
 static int
 apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const char *arg,
               ab_error_t *err)
@@ -300,6 +322,8 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	case OPT_WORKSPACE: return set_string (&spec->workspace, arg);
 	case OPT_NO_WORKSPACE: return set_string (&spec->workspace, NULL);
 	case OPT_ROOTFS: return set_string (&spec->rootfs, strcmp (arg, "host") == 0 ? NULL : arg);
+	case OPT_READ_ONLY: spec->root.read_only = true; return 0;
+	case OPT_ROOT_LAYER: return add_root_layer (spec, arg, err);
 	case OPT_RO: return parse_mount (spec, AB_MOUNT_RO_BIND, arg, err);
 	case OPT_RW: return parse_mount (spec, AB_MOUNT_RW_BIND, arg, err);
 	case OPT_TMPFS: return parse_tmpfs (spec, arg, err);

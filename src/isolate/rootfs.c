@@ -167,7 +167,7 @@ ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt
 	int r;
 
 	memset (rf, 0, sizeof *rf);
-	rf->workspace_fd = rf->root_fd = -1;
+	rf->workspace_fd = rf->root_fd = rf->overlay_fd = -1;
 	for (size_t i = 0; i < AB_DEV_NODES; i++)
 		rf->dev_fds[i] = -1;
 	if (spec->workspace && !binds_later) {
@@ -175,7 +175,13 @@ ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt
 		if (rf->workspace_fd < 0)
 			return ab_error_wrap (err, "workspace");
 	}
-	if (!spec->rootfs)
+	if (spec->root.layers && image_mnt < 0)
+		r = ab_error (err, 0, AB_E_INTERNAL, "a layered root without its overlay");
+	else if (spec->root.layers && !spec->root.read_only)
+		r = 0, rf->overlay_fd = image_mnt;
+	else if (spec->root.layers)
+		r = capture_image_mount (rf, image_mnt, "(layered root)", err);
+	else if (!spec->rootfs)
 		r = capture_host_root (rf, err);
 	else if (image_mnt >= 0)
 		r = capture_image_mount (rf, image_mnt, spec->rootfs, err);
@@ -266,13 +272,20 @@ pivot_into (int root, ab_error_t *err)
 }
 
 static int
-make_root (ab_error_t *err)
+make_root (const struct ab_rootfs_s *rf, ab_error_t *err)
 {
 	/* Nothing we mount may propagate back to the host (SECURITY.md 1). */
 	if (mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "make / a slave mount");
-	if (mount ("tmpfs", AB_ROOT_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-	    < 0)
+	if (rf->overlay_fd >= 0) {
+		cleanup_close int target = open (AB_ROOT_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (target < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "open %s", AB_ROOT_STAGING);
+		if (ab_mount_attach (rf->overlay_fd, target, "the layered root", err) < 0)
+			return -1;
+	} else if (mount ("tmpfs", AB_ROOT_STAGING, "tmpfs", MS_NOSUID | MS_NODEV,
+	                  "mode=0755,size=1m")
+	           < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "mount root tmpfs on %s",
 		                 AB_ROOT_STAGING);
 	int fd = open (AB_ROOT_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -284,7 +297,7 @@ make_root (ab_error_t *err)
 int
 ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err)
 {
-	int root = make_root (err);
+	int root = make_root (rf, err);
 
 	if (root < 0)
 		return -1;
@@ -300,10 +313,13 @@ ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error
 {
 	int root = rf->root_fd;
 
+	bool writable = rf->overlay_fd >= 0;
+
 	if (populate_mounts (root, spec, rf, err) < 0)
 		return -1;
-	if (ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-	                         false, err)
+	if (ab_mount_setattr_fd (
+	            root, (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	            false, err)
 	    < 0)
 		return ab_error_wrap (err, "make the root read-only");
 	if (pivot_into (root, err) < 0)

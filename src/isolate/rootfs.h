@@ -28,19 +28,25 @@ struct ab_rootfs_s {
 	int *mount_fds;   /* one per spec mount; -1 for tmpfs */
 	int dev_fds[6];   /* verified host device nodes, see dev table */
 	int root_fd;      /* the new root, between build and finish */
+	int overlay_fd;   /* a writable layered root: its overlay, the root itself */
 };
 
 /* `binds_later`: the workspace and bind mounts will be handed over by the
  * privileged monitor (idmapped) and stored into rf->workspace_fd and
  * rf->mount_fds[] before ab_rootfs_finish; otherwise they are bound here.
  * `image_mnt`: --rootfs as a detached read-only mount made on the host, or
- * -1 to open spec->rootfs here. */
+ * -1 to open spec->rootfs here; with spec->root.layers, the layers'
+ * overlay (isolate/overlay.h).  A read-only layered root is used like a
+ * --rootfs (its entries on a read-only tmpfs); a writable one becomes the
+ * root itself, its mount points (/dev, /proc, /tmp, /workspace...) made
+ * in its upper layer. */
 int ab_rootfs_capture (const struct ab_spec_s *spec, bool binds_later, int image_mnt,
                        struct ab_rootfs_s *rf, ab_error_t *err);
-/* Phase one: the tmpfs root with the image or host entries, /dev, /proc, /tmp. */
+/* Phase one: the tmpfs (or writable overlay) root with the image or host
+ * entries, /dev, /proc, /tmp. */
 int ab_rootfs_build (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
-/* Phase two: the workspace and the user's mounts, a read-only root,
- * pivot_root. */
+/* Phase two: the workspace and the user's mounts, a read-only root (but a
+ * writable layered one), pivot_root. */
 int ab_rootfs_finish (const struct ab_spec_s *spec, struct ab_rootfs_s *rf, ab_error_t *err);
 
 #endif

@@ -180,7 +180,8 @@ check_root (const struct ab_spec_s *spec, ab_error_t *err)
 		return ab_error (err, 0, AB_E_INVALID, "root layers must not be empty");
 	for (char **l = spec->root.layers; l && *l; l++)
 		if ((*l)[0] != '/')
-			return ab_error (err, 0, AB_E_INVALID, "root layer '%s' must be absolute", *l);
+			return ab_error (err, 0, AB_E_INVALID, "root layer '%s' must be absolute",
+			                 *l);
 	return 0;
 }
 
@@ -250,6 +251,9 @@ ab_spec_rw_paths (const struct ab_spec_s *spec, size_t *n)
 {
 	char **v = NULL;
 
+	/* A writable layered root: its upper layer is the sandbox's own. */
+	if (spec->root.layers && !spec->root.read_only)
+		ab_strv_push (&v, "/");
 	ab_strv_push (&v, "/tmp");
 	ab_strv_push (&v, "/dev/shm");
 	if (spec->workspace)

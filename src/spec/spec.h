@@ -71,8 +71,8 @@ struct ab_root_layers_s {
 };
 
 struct ab_spec_s {
-	char *backend;   /* "auto" or a backend name */
-	char *rootfs;    /* NULL = host binds, else an unpacked image */
+	char *backend; /* "auto" or a backend name */
+	char *rootfs;  /* NULL = host binds, else an unpacked image */
 	/* The image as the user named it ("python:3.12-slim"), NULL = none;
 	 * image/ resolves it into `root` (and the image's defaults) before a
 	 * backend sees the spec, and records the digest it resolved to. */
@@ -128,7 +128,8 @@ int ab_spec_validate (const struct ab_spec_s *spec, ab_error_t *err);
 
 /* In-sandbox paths where the command may write (the Landlock allowlist
  * every backend's agent applies): /tmp, /dev/shm, the workspace and every
- * mount that is not a read-only bind.  NULL-terminated, *n entries. */
+ * mount that is not a read-only bind, and "/" itself when the root is a
+ * writable layered one.  NULL-terminated, *n entries. */
 char **ab_spec_rw_paths (const struct ab_spec_s *spec, size_t *n);
 
 #endif

@@ -206,6 +206,33 @@ test_priorities_and_rootfs (void **state)
 	ab_spec_free (&spec);
 }
 
+/* A layered root: no host tree or mask either; the container's own root
+ * takes the writes unless root.read_only. */
+static void
+test_layered_root (void **state)
+{
+	struct ab_spec_s spec;
+	ab_error_t err = AB_ERROR_INIT;
+	cleanup_strv char **v = NULL, **w = NULL;
+
+	(void)state;
+	spec_for_test (&spec);
+	ab_strv_push (&spec.root.layers, "/store/layers/a");
+	ab_strv_push (&spec.root.layers, "/store/layers/b");
+	v = ab_docker_run_argv (&spec, &base_run, &err);
+	assert_non_null (v);
+	assert_true (find (v, "--read-only") < 0);
+	for (size_t i = 0; v[i]; i++) {
+		assert_null (strstr (v[i], "source=/usr,"));
+		assert_null (strstr (v[i], "/mask,"));
+	}
+	spec.root.read_only = true;
+	w = ab_docker_run_argv (&spec, &base_run, &err);
+	assert_non_null (w);
+	assert_true (find (w, "--read-only") > 0);
+	ab_spec_free (&spec);
+}
+
 static void
 test_no_limits_no_workspace (void **state)
 {
@@ -461,6 +488,7 @@ main (void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test (test_host_layout),
 		cmocka_unit_test (test_priorities_and_rootfs),
+		cmocka_unit_test (test_layered_root),
 		cmocka_unit_test (test_no_limits_no_workspace),
 		cmocka_unit_test (test_paths_docker_would_misread),
 		cmocka_unit_test (test_scan_unreadable),

@@ -384,7 +384,8 @@ test_add_mount_copies (void **state)
 }
 
 /* The Landlock allowlist: /tmp and /dev/shm always, the workspace when
- * there is one, every mount but a read-only bind. */
+ * there is one, every mount but a read-only bind, "/" for a writable
+ * layered root. */
 static void
 test_rw_paths (void **state)
 {
@@ -410,6 +411,20 @@ test_rw_paths (void **state)
 		assert_string_equal (v[3], "/rw");
 		assert_string_equal (v[4], "/scratch");
 		assert_null (v[5]);
+	}
+	/* A writable layered root: "/" itself, first; read-only: not. */
+	ab_strv_push (&spec.root.layers, "/layers/a");
+	{
+		cleanup_strv char **v = ab_spec_rw_paths (&spec, &n);
+		assert_int_equal (n, 6);
+		assert_string_equal (v[0], "/");
+		assert_string_equal (v[1], "/tmp");
+	}
+	spec.root.read_only = true;
+	{
+		cleanup_strv char **v = ab_spec_rw_paths (&spec, &n);
+		assert_int_equal (n, 5);
+		assert_string_equal (v[0], "/tmp");
 	}
 	ab_spec_free (&spec);
 }
