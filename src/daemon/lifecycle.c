@@ -182,6 +182,10 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	json_object_del (spec, "ttl");
 	json_object_del (spec, "labels");
 	json_object_del (spec, "credentials");
+	if (ab_box_snap_request (b, spec, err) < 0) {
+		json_decref (spec);
+		return -1;
+	}
 	b->workspace_owned = !json_object_get (spec, "workspace");
 	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
 		r = -1;
@@ -273,6 +277,7 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	if (r < 0)
 		return -1;
 	snprintf (b->backend, sizeof b->backend, "%s", res.backend);
+	snprintf (b->backend_id, sizeof b->backend_id, "%s", res.backend_id);
 	b->monitor_pid = res.monitor_pid;
 	b->monitor_start = ab_proc_start_time (res.monitor_pid);
 	b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, b->id, err);
@@ -318,6 +323,11 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 	if (mkdir (b->dir, 0700) < 0
 	    || (b->workspace_owned && mkdir (b->spec.workspace, 0755) < 0)) {
 		ab_error (err, errno, AB_E_SYSTEM, "create %s", b->dir);
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
+	if (b->from_snapshot && ab_box_snap_restore (d, b, err) < 0) {
 		undo_create (d, b);
 		ab_box_unref (d, b);
 		return -1;
@@ -369,6 +379,9 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 {
 	ab_box_state prev;
 
+	/* A frozen agent answers nothing and a frozen group dies slowly. */
+	if (ab_box_is_paused (d, b) && ab_box_resume (d, b, err) < 0)
+		ab_error_clear (err);
 	if (!force && ab_box_get_state (d, b) == AB_BOX_RUNNING) {
 		int r = has_running (d, b, err);
 		if (r > 0)
@@ -483,11 +496,14 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		ab_box_unref (d, b);
 		return;
 	}
-	c = ab_agent_connect (b->agent_sock, &err);
+	/* A paused agent cannot answer: it is adopted frozen, as it was left,
+	 * and its monitor's pidfd still tells when it dies. */
+	c = b->paused ? NULL : ab_agent_connect (b->agent_sock, &err);
 	if (c)
 		ab_agent_set_timeout (c, ADOPT_PING_MS);
-	if (!c || ab_agent_ping (c, &err) < 0
-	    || ab_session_configure_agent (c, &b->spec, &err) < 0) {
+	if (!b->paused
+	    && (!c || ab_agent_ping (c, &err) < 0
+	        || ab_session_configure_agent (c, &b->spec, &err) < 0)) {
 		ab_agent_close (c);
 		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
 		ab_box_mark_dead (d, b, why);
