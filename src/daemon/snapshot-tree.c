@@ -243,5 +243,15 @@ ab_tree_copy (int src_dirfd, int dst_dirfd, FILE *manifest, struct ab_tree_stats
 	if (fstat (src_dirfd, &st) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "stat the tree");
 	w.dev = st.st_dev;
-	return walk (&w, src_dirfd, dst_dirfd, "", 0, err);
+	if (walk (&w, src_dirfd, dst_dirfd, "", 0, err) < 0)
+		return -1;
+	/* The top directory too, last (its children changed its mtime). */
+	if (dst_dirfd >= 0) {
+		struct timespec ts[2] = { st.st_atim, st.st_mtim };
+		if (fchown (dst_dirfd, st.st_uid, st.st_gid) < 0 && errno != EPERM)
+			return ab_error (err, errno, AB_E_SYSTEM, "chown the tree");
+		if (fchmod (dst_dirfd, st.st_mode & 07777) < 0 || futimens (dst_dirfd, ts) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "chmod the tree");
+	}
+	return 0;
 }
