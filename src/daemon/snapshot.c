@@ -37,6 +37,7 @@
 
 #define NAME_MAX_LEN 64
 #define FORK_MAX     16
+#define FORK_PREFIX  "fork-"
 #define INFO_MAX     (64 * 1024)
 
 static const char *const trees[] = { "workspace", "root-upper" };
@@ -271,7 +272,9 @@ take_snapshot (struct ab_daemon_s *d, struct ab_box_s *b, const char *name, json
 	                   "memory", 0, "content", stats_json (&st), "paused_us",
 	                   (json_int_t)paused_us, "took_us", (json_int_t)(ab_mono_us () - t0));
 	text = json_dumps (*info, JSON_COMPACT);
-	if (ab_write_file_atomic (ipath, text, strlen (text), err) < 0) {
+	/* A fork's snapshot lives for one request: no listing needs it. */
+	if (strncmp (name, FORK_PREFIX, strlen (FORK_PREFIX)) != 0
+	    && ab_write_file_atomic (ipath, text, strlen (text), err) < 0) {
 		json_decref (*info);
 		ab_rm_rf (dir);
 		return -1;
@@ -397,7 +400,10 @@ ab_api_snapshot_create (struct ab_req_s *r)
 	} else {
 		if (!name)
 			random_name (gen, sizeof gen, "snap-");
-		if (check_name (name ? name : gen, &err) == 0)
+		if (name && strncmp (name, FORK_PREFIX, strlen (FORK_PREFIX)) == 0)
+			ab_error (&err, 0, AB_E_INVALID,
+			          "snapshot names starting with '%s' are fork's", FORK_PREFIX);
+		else if (check_name (name ? name : gen, &err) == 0)
 			take_snapshot (r->d, b, name ? name : gen, &info, &err);
 	}
 	if (info)
@@ -534,7 +540,7 @@ ab_api_sandbox_fork (struct ab_req_s *r)
 		json_decref (out);
 		return;
 	}
-	random_name (name, sizeof name, "fork-");
+	random_name (name, sizeof name, FORK_PREFIX);
 	if (fork_count (r, &count, &err) == 0 && take_snapshot (r->d, b, name, &info, &err) == 0) {
 		req = fork_request (b, name);
 		for (; made < count; made++) {

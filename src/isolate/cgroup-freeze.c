@@ -19,6 +19,7 @@
 /* Freezing waits for every task to stop; a task in an uninterruptible
  * sleep (disk I/O) holds it back, so the wait is bounded. */
 #define FREEZE_TIMEOUT_NS UINT64_C (2000000000)
+#define FREEZE_SPINS      200
 
 static int
 open_group (const struct ab_cg_layout_s *l, int hier, const char *id, struct ab_cg_dir_s *d)
@@ -41,10 +42,14 @@ set_frozen (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, bool 
 		return ab_error_code (err);
 	if (!freeze)
 		return 0;
-	do {
+	/* A running task freezes within microseconds: re-read at once a few
+	 * times before sleeping (the backoff's first sleep would dominate). */
+	for (unsigned spin = 0;; spin++) {
 		if (ab_cg_read (d->fd, fz->state_file, buf, sizeof buf) >= 0 && fz->frozen (buf))
 			return 0;
-	} while (ab_cg_backoff (&step, deadline));
+		if (spin >= FREEZE_SPINS && !ab_cg_backoff (&step, deadline))
+			break;
+	}
 	ab_cg_write (d, fz->file, fz->thaw, false, &(ab_error_t)AB_ERROR_INIT);
 	return ab_error (err, ETIMEDOUT, AB_E_SYSTEM,
 	                 "%s: not every task froze within %d ms (one in uninterruptible sleep?)",
