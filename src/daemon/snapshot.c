@@ -370,6 +370,19 @@ read_info (struct ab_daemon_s *d, const char *name)
 	return json_load_file (p, JSON_REJECT_DUPLICATES, NULL);
 }
 
+/* Why a backend cannot snapshot memory (docs/snapshots.md, measured). */
+static const char *
+memory_why (const char *backend)
+{
+	if (strcmp (backend, "native") == 0 || strcmp (backend, "docker") == 0)
+		return ": that needs CRIU, and `criu check` fails on this kernel";
+	if (strcmp (backend, "gvisor") == 0)
+		return ": `runsc checkpoint` refuses to save the agent's door (\"Cannot save "
+		       "endpoint with bound host socket\": the agent listens on a host socket, "
+		       "--host-uds=create)";
+	return " in this agentbox (docs/snapshots.md)";
+}
+
 void
 ab_api_snapshot_create (struct ab_req_s *r)
 {
@@ -393,10 +406,7 @@ ab_api_snapshot_create (struct ab_req_s *r)
 		ab_error (&err, 0, AB_E_CONFLICT,
 		          "the %s backend cannot snapshot memory%s; take a filesystem snapshot "
 		          "(\"memory\": false)",
-		          b->backend,
-		          strcmp (b->backend, "native") == 0
-		                  ? ": that needs CRIU, and `criu check` fails on this kernel"
-		                  : " in this agentbox (docs/snapshots.md)");
+		          b->backend, memory_why (b->backend));
 	} else {
 		if (!name)
 			random_name (gen, sizeof gen, "snap-");
