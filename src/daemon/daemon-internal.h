@@ -163,6 +163,9 @@ struct ab_req_s;
 int ab_box_pause (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 int ab_box_resume (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 bool ab_box_is_paused (struct ab_daemon_s *d, struct ab_box_s *b);
+/* The same for every agent connection (ab_box_connect: MCP, the
+ * exec-server, ...): AB_E_CONFLICT "paused" in err. */
+int ab_box_unpaused (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 /* Before a call that needs the agent: 0 when the sandbox runs (resumed
  * first when it is paused with auto_resume), else -1 with 409 "paused"
  * (or the resume's error) sent. */

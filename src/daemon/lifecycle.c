@@ -121,9 +121,11 @@ stop_monitor (int pidfd, ab_error_t *err)
 ab_agent_conn_t *
 ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
-	ab_agent_conn_t *c = ab_agent_connect (b->agent_sock, err);
-	(void)d;
-	if (!c)
+	ab_agent_conn_t *c;
+
+	if (ab_box_unpaused (d, b, err) < 0)
+		return NULL;
+	if (!(c = ab_agent_connect (b->agent_sock, err)))
 		return NULL;
 	ab_agent_set_timeout (c, AB_AGENT_CALL_TIMEOUT_MS);
 	return c;

@@ -135,6 +135,16 @@ ab_box_resume (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 }
 
 int
+ab_box_unpaused (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	if (!ab_box_is_paused (d, b))
+		return 0;
+	if (!b->auto_resume)
+		return ab_error (err, 0, AB_E_CONFLICT, "sandbox %s is paused", b->id);
+	return ab_box_resume (d, b, err);
+}
+
+int
 ab_api_unpaused (struct ab_req_s *r, struct ab_box_s *b)
 {
 	ab_error_t err = AB_ERROR_INIT;

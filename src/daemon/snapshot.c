@@ -101,6 +101,10 @@ ab_box_snap_request (struct ab_box_s *b, json_t *spec, ab_error_t *err)
 		if (check_name (json_string_value (from), err) < 0)
 			return -1;
 		b->from_snapshot = xstrdup (json_string_value (from));
+		/* No backend named: the snapshot's (ab_box_snap_restore), not
+		 * the daemon's default. */
+		if (!json_object_get (spec, "backend"))
+			json_object_set_new (spec, "backend", json_string ("auto"));
 	}
 	json_object_del (spec, "auto_resume");
 	json_object_del (spec, "from_snapshot");

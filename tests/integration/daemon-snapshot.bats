@@ -141,3 +141,33 @@ for d in range(100):
 	run ab rm -f "$id"
 	assert_nothing_left "$SNAPSHOT"
 }
+
+@test "gvisor: a filesystem snapshot and a fork; a memory snapshot is refused naming why" {
+	command -v runsc >/dev/null || skip "runsc is not installed"
+	id="$(create '{"backend": "gvisor"}')"
+	run exec_wait "$id" '"mkdir -p /workspace/d && echo gv > /workspace/d/f && ln -s d /workspace/l"'
+	[ "$(echo "$output" | jq .exit_code)" = 0 ]
+	[ "$(api_status "/v1/sandboxes/$id/snapshots" -d '{"memory": true}')" = 409 ]
+	grep -q 'bound host socket' "$D/body"
+	[ "$(api_status "/v1/sandboxes/$id/snapshots" -d '{"name": "g"}')" = 201 ]
+	[ "$(jq -r .backend "$D/body")" = gvisor ]
+	new="$(create '{"from_snapshot": "g"}')"
+	[ "$(api "/v1/sandboxes/$new" | jq -r .backend)" = gvisor ]
+	run exec_wait "$new" '"cat /workspace/l/f"'
+	[ "$(echo "$output" | jq -r .stdout)" = gv ]
+	[ "$(tree_sum "$(ws "$new")")" = "$(tree_sum "$(ws "$id")")" ]
+	[ "$(api_status "/v1/sandboxes/$id/fork" -d '{"count": 1}')" = 201 ]
+	f="$(jq -r '.sandboxes[0].id' "$D/body")"
+	run exec_wait "$f" '"cat /workspace/d/f"'
+	[ "$(echo "$output" | jq -r .stdout)" = gv ]
+	# While paused, every agent call is refused (the MCP and exec-server
+	# doors too: they connect through the same place).
+	api "/v1/sandboxes/$f/pause" -X POST >/dev/null
+	[ "$(api_status "/v1/sandboxes/$f/processes")" = 409 ]
+	run ab snapshot rm g
+	[ -z "$(ls "$STATE/snapshots")" ]
+	run ab rm -f "$id" "$new" "$f"
+	[ "$status" -eq 0 ]
+	[ -z "$(ls "$STATE/sandboxes")" ]
+	assert_nothing_left "$SNAPSHOT"
+}
