@@ -119,12 +119,20 @@ static int
 copy_file (int sdir, int ddir, const char *name, const struct stat *st,
            struct ab_tree_stats_s *stats, ab_error_t *err)
 {
-	cleanup_close int in = openat (sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: an entry swapped for a fifo since the fstatat (a host
+	 * workspace is not frozen) must not hang us; the fstat below says
+	 * whether it is still the regular file we saw. */
+	cleanup_close int in =
+	        openat (sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	cleanup_close int out = -1;
 	struct timespec ts[2] = { st->st_atim, st->st_mtim };
+	struct stat now;
 
 	if (in < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open %s", name);
+	if (fstat (in, &now) < 0 || !S_ISREG (now.st_mode) || now.st_ino != st->st_ino
+	    || now.st_dev != st->st_dev)
+		return ab_error (err, 0, AB_E_CONFLICT, "%s changed while it was copied", name);
 	out = openat (ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", name);
