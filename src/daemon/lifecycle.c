@@ -381,9 +381,16 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 {
 	ab_box_state prev;
 
-	/* A frozen agent answers nothing and a frozen group dies slowly. */
-	if (ab_box_is_paused (d, b) && ab_box_resume (d, b, err) < 0)
-		ab_error_clear (err);
+	/* A frozen agent answers nothing (so whether processes run cannot be
+	 * asked), and a frozen group dies slowly: thaw only what goes. */
+	if (ab_box_is_paused (d, b)) {
+		if (!force)
+			return ab_error (err, 0, AB_E_CONFLICT,
+			                 "sandbox %s is paused (force it: rm -f, or ?force=1)",
+			                 b->id);
+		if (ab_box_resume (d, b, err) < 0)
+			ab_error_clear (err);
+	}
 	if (!force && ab_box_get_state (d, b) == AB_BOX_RUNNING) {
 		int r = has_running (d, b, err);
 		if (r > 0)

@@ -129,6 +129,10 @@ pause_cycle() {
 	run ab pause "$a"
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -q paused
+	# A paused sandbox goes only when forced (nobody can ask it whether
+	# something still runs).
+	[ "$(api_status "/v1/sandboxes/$a" -X DELETE)" = 409 ]
+	grep -q paused "$D/body"
 	[ "$(api_status "/v1/sandboxes/$a?force=1" -X DELETE)" = 204 ]
 	[ "$(api_status "/v1/sandboxes/$b?force=1" -X DELETE)" = 204 ]
 	[ -z "$(ls "$STATE/sandboxes")" ]
