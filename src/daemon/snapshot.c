@@ -210,6 +210,11 @@ stats_json (const struct ab_tree_stats_s *st)
 	                  (json_int_t)st->copied_bytes);
 }
 
+/* One snapshot at a time: two copies of one sandbox would each see the
+ * other's pause as "paused already", and the first to finish would thaw
+ * the sandbox under the second's copy. */
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The copy itself, under a pause (unless the sandbox was paused already). */
 static int
 copy_paused (struct ab_daemon_s *d, struct ab_box_s *b, const char *dir, struct ab_tree_stats_s *st,
@@ -266,8 +271,10 @@ take_snapshot (struct ab_daemon_s *d, struct ab_box_s *b, const char *name, json
 	if (mkdir (dir, 0700) < 0)
 		return ab_error (err, errno, errno == EEXIST ? AB_E_CONFLICT : AB_E_SYSTEM,
 		                 "snapshot %s", name);
-	if (copy_paused (d, b, dir, &st, &paused_us, err) < 0
-	    || write_meta (dir, b->backend, &b->spec, err) < 0) {
+	pthread_mutex_lock (&snap_lock);
+	int r = copy_paused (d, b, dir, &st, &paused_us, err);
+	pthread_mutex_unlock (&snap_lock);
+	if (r < 0 || write_meta (dir, b->backend, &b->spec, err) < 0) {
 		ab_rm_rf (dir);
 		return -1;
 	}
