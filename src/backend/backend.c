@@ -206,3 +206,16 @@ ab_backend_sweep_stale (ab_error_t *err)
 {
 	return ab_cgroup_sweep_stale (err);
 }
+
+void
+ab_sandbox_attach (struct ab_sandbox_s *sb, const struct ab_backend_ops_s *ops, const char *id,
+                   pid_t monitor_pid, const char *service_socket)
+{
+	memset (sb, 0, sizeof *sb);
+	sb->backend = ops;
+	snprintf (sb->id, sizeof sb->id, "%s", id);
+	sb->agent_fd = -1;
+	sb->monitor_fd = -1;
+	sb->monitor_pid = monitor_pid;
+	sb->service_socket = service_socket;
+}

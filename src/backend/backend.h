@@ -31,6 +31,10 @@ struct ab_sandbox_s {
 	int monitor_fd;     /* caller's end of the monitor link (one-shot or tied), else -1 */
 	bool monitor_child; /* one-shot: the monitor is the caller's child (waited for) */
 	void *priv;         /* backend state */
+	/* Service mode, for pause, resume and snapshot on a sandbox the caller
+	 * did not create itself (the daemon, after a restart): where its agent
+	 * listens; the backend's state lies beside it.  NULL otherwise. */
+	const char *service_socket;
 };
 
 /* What holds a limit that was asked for (--json-result "limits"). */
@@ -136,8 +140,10 @@ struct ab_backend_ops_s {
 	/* Wait for the sandbox to end, tear it down and report what the host
 	 * saw (ab_monitor_destroy). */
 	int (*destroy) (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *exit, ab_error_t *err);
-	/* Freeze every process of a running sandbox / thaw it.  NULL where
-	 * unsupported (then AB_BACKEND_PAUSE is clear). */
+	/* Freeze every process of a running sandbox / thaw it, from any
+	 * process: sb needs backend, id, monitor_pid and service_socket only
+	 * (ab_sandbox_attach).  Idempotent: pausing a paused sandbox is 0.
+	 * NULL where unsupported (then AB_BACKEND_PAUSE is clear). */
 	int (*pause) (struct ab_sandbox_s *sb, ab_error_t *err);
 	int (*resume) (struct ab_sandbox_s *sb, ab_error_t *err);
 	/* Checkpoint a running sandbox into dir (a new, empty directory).
@@ -154,6 +160,11 @@ int ab_backend_check (const struct ab_backend_ops_s *ops, ab_error_t *err);
 
 /* Is the sandbox still there?  (Service mode: is its monitor alive.) */
 enum ab_sandbox_state ab_sandbox_state (const struct ab_sandbox_s *sb);
+
+/* Fill sb to name a service-mode sandbox that runs under monitor `pid`
+ * (for pause, resume and snapshot; the backend's own id, socket). */
+void ab_sandbox_attach (struct ab_sandbox_s *sb, const struct ab_backend_ops_s *ops, const char *id,
+                        pid_t monitor_pid, const char *service_socket);
 
 /* A fresh random sandbox id: 16 hex digits. */
 void ab_backend_make_id (char id[33]);

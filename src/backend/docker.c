@@ -32,6 +32,7 @@
 #include "backend/agent-exe.h"
 #include "backend/host-mask.h"
 #include "backend/monitor.h"
+#include "backend/pause.h"
 #include "backend/sandbox-dir.h"
 #include "base/unix-socket.h"
 #include "base/cleanup.h"
@@ -433,7 +434,8 @@ docker_destroy (struct ab_sandbox_s *sb, struct ab_sandbox_exit_s *ex, ab_error_
 const struct ab_backend_ops_s ab_backend_docker = {
 	.name = "docker",
 	.strength = 10,
-	.features = AB_BACKEND_FD_PASSING | AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY,
+	.features =
+	        AB_BACKEND_FD_PASSING | AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY | AB_BACKEND_PAUSE,
 	.wall = "a Docker container (runc: namespaces, Docker's seccomp profile, cgroups, "
 	        "no network), all capabilities dropped but the agent's, no-new-privileges, "
 	        "and the agent's own seccomp and Landlock; container root is host root "
@@ -442,5 +444,7 @@ const struct ab_backend_ops_s ab_backend_docker = {
 	.create = docker_create,
 	.kill = ab_monitor_kill,
 	.destroy = docker_destroy,
+	.pause = ab_docker_pause,
+	.resume = ab_docker_resume,
 	.monitor = &docker_monitor_ops,
 };

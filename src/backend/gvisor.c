@@ -25,6 +25,7 @@
 #include "backend/agent-exe.h"
 #include "backend/gvisor-internal.h"
 #include "backend/monitor.h"
+#include "backend/pause.h"
 #include "backend/oci-bundle.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
@@ -256,7 +257,7 @@ gvisor_probe (struct ab_probe_result_s *result)
 const struct ab_backend_ops_s ab_backend_gvisor = {
 	.name = "gvisor",
 	.strength = 30,
-	.features = AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY,
+	.features = AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY | AB_BACKEND_PAUSE,
 	.wall = "gVisor user-space kernel (runsc, OCI bundle; ptrace platform unless "
 	        "AGENTBOX_RUNSC_PLATFORM), network none; inside: seccomp, no capabilities, "
 	        "no_new_privs (no Landlock); memory and cpu limits on a host cgroup holding "
@@ -266,5 +267,7 @@ const struct ab_backend_ops_s ab_backend_gvisor = {
 	.create = gvisor_create,
 	.kill = ab_monitor_kill,
 	.destroy = ab_monitor_destroy,
+	.pause = ab_gvisor_pause,
+	.resume = ab_gvisor_resume,
 	.monitor = &gvisor_monitor,
 };

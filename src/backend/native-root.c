@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/rm-rf.h"
+#include "base/fsutil.h"
 #include "base/tmpdir.h"
 #include "base/xalloc.h"
 #include "isolate/overlay.h"

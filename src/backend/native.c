@@ -31,6 +31,7 @@
 
 #include "backend/agent-exe.h"
 #include "backend/monitor.h"
+#include "backend/pause.h"
 #include "backend/native-internal.h"
 #include "backend/native-root.h"
 #include "backend/service-socket.h"
@@ -536,12 +537,14 @@ const struct ab_backend_ops_s ab_backend_native = {
 	.name = "native",
 	.strength = 20,
 	.features = AB_BACKEND_ONESHOT | AB_BACKEND_FD_PASSING | AB_BACKEND_LIMITS
-	            | AB_BACKEND_NET_PROXY,
+	            | AB_BACKEND_NET_PROXY | AB_BACKEND_PAUSE,
 	.wall = "Linux namespaces (user, mount, pid, net, ipc, uts, cgroup), pivot_root, "
 	        "seccomp, Landlock, no capabilities, cgroups",
 	.probe = native_probe,
 	.create = native_create,
 	.kill = ab_monitor_kill,
 	.destroy = ab_monitor_destroy,
+	.pause = ab_native_pause,
+	.resume = ab_native_resume,
 	.monitor = &native_monitor,
 };

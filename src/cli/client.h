@@ -20,6 +20,14 @@ int ab_cmd_ps (int argc, char **argv);
 int ab_cmd_inspect (int argc, char **argv);
 int ab_cmd_rm (int argc, char **argv);
 int ab_cmd_port (int argc, char **argv);
+/* cmd-snapshot.c */
+int ab_cmd_pause (int argc, char **argv);
+int ab_cmd_resume (int argc, char **argv);
+int ab_cmd_snapshot (int argc, char **argv);
+int ab_cmd_fork (int argc, char **argv);
+/* create's --from-snapshot N and --auto-resume at argv[*i] into req: 1
+ * when taken (*i moved past a value), 0 when not one of them, -1 with err. */
+int ab_cli_take_snapshot_option (int *argc, char **argv, int *i, json_t *req, ab_error_t *err);
 
 struct ab_client_s {
 	char *socket_path;

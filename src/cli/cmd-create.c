@@ -1,4 +1,5 @@
-/* `agentbox create [run options] [--ttl D] [--label K=V]... [--json]`: a sandbox
+/* `agentbox create [run options] [--ttl D] [--label K=V]... [--from-snapshot N]
+ * [--auto-resume] [--json]`: a sandbox
  * that stays up, served by the daemon; prints its id.  The options are
  * `agentbox run`'s, parsed by the same code, with the same defaults (the
  * current directory as the workspace; --no-workspace for none). */
@@ -25,6 +26,11 @@ take_daemon_options (int *argc, char **argv, json_t *req, bool *as_json, ab_erro
 	for (int i = 1; i < *argc; i++) {
 		const char *a = argv[i], *v = NULL;
 		bool ttl = strcmp (a, "--ttl") == 0, label = strcmp (a, "--label") == 0;
+		if (ab_cli_take_snapshot_option (argc, argv, &i, req, err) != 0) {
+			if (err->kind)
+				return -1;
+			continue;
+		}
 		if (strcmp (a, "--") == 0) {
 			while (i < *argc)
 				argv[o++] = argv[i++];
@@ -95,6 +101,9 @@ request_from_args (int argc, char **argv, bool *as_json, ab_error_t *err)
 	}
 	s = ab_spec_to_json (&spec, 0);
 	ab_spec_free (&spec);
+	/* A snapshot fills the daemon's own workspace, not the current directory. */
+	if (json_object_get (req, "from_snapshot"))
+		json_object_del (s, "workspace");
 	json_object_update (req, s);
 	json_decref (s);
 	/* With an image, what the user did not give is the image's to set

@@ -23,6 +23,10 @@ static const char usage[] =
         "  exec [-i] [-t] [-d] ID -- CMD    run CMD in a daemon's sandbox\n"
         "  cp SRC DST                       copy a file in or out (ID:/path on one side)\n"
         "  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
+        "  pause ID | resume ID             freeze / thaw every process of a daemon's sandbox\n"
+        "  snapshot create ID [--name N] | snapshot ls [--json] | snapshot rm N...   "
+        "filesystem snapshots (create --from-snapshot N)\n"
+        "  fork ID [--count N]              new sandboxes from a sandbox's current state\n"
         "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
         "sandbox\n"
         "  exec-server (--sandbox ID | --create [OPTS]) (--stdio | --listen ws://127.0.0.1:0)   "
@@ -50,6 +54,10 @@ static const struct {
 	{ "inspect", ab_cmd_inspect },
 	{ "rm", ab_cmd_rm },
 	{ "port", ab_cmd_port },
+	{ "pause", ab_cmd_pause },
+	{ "resume", ab_cmd_resume },
+	{ "snapshot", ab_cmd_snapshot },
+	{ "fork", ab_cmd_fork },
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },

@@ -18,6 +18,10 @@ ab_api_box (struct ab_req_s *r, bool need_running)
 		return NULL;
 	}
 	s = ab_box_get_state (r->d, b);
+	if (need_running && s == AB_BOX_RUNNING && ab_api_unpaused (r, b) < 0) {
+		ab_box_unref (r->d, b);
+		return NULL;
+	}
 	if (need_running && s != AB_BOX_RUNNING) {
 		pthread_mutex_lock (&r->d->lock);
 		ab_resp_fail (r, 409, "conflict", "sandbox %s is %s%s%s", b->id,

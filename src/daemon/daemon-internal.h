@@ -67,6 +67,12 @@ struct ab_box_s {
 	struct ab_egress_relay_s *egress_relay;
 	struct ab_cred_relay_s *cred_relay;
 	struct ab_forward_s *forward; /* session/forward.h */
+	/* pause and snapshots (pause.c, snapshot.c) */
+	char backend_id[33]; /* the backend's own id of the sandbox (cgroup, container) */
+	bool paused;         /* under the daemon lock; the state stays RUNNING */
+	bool auto_resume;    /* exec and file calls resume a paused sandbox */
+	int64_t paused_ms;   /* Unix ms of the pause: the TTL clock stops meanwhile */
+	char *from_snapshot; /* the snapshot it was created from, or NULL */
 };
 
 /* --- credentials.c --- */
@@ -118,6 +124,9 @@ void ab_registry_counts (struct ab_daemon_s *d, unsigned counts[4]);
 json_t *ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b);
 int ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err);
 int ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+/* pause.c's and snapshot.c's keys of state.json: add / read them. */
+void ab_box_pause_state_save (const struct ab_box_s *b, json_t *j);
+void ab_box_pause_state_load (struct ab_box_s *b, const json_t *j);
 /* The public view for the API. */
 json_t *ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b);
 
@@ -140,9 +149,40 @@ int ab_monitor_open (pid_t pid, uint64_t start, const char *id, ab_error_t *err)
 struct ab_spawn_result_s {
 	pid_t monitor_pid;
 	char backend[32];
+	char backend_id[33];
 };
 int ab_spawn_sandbox (const char *id, const json_t *spec, struct ab_spawn_result_s *out,
                       ab_error_t *err);
+
+struct ab_req_s;
+
+/* --- pause.c --- */
+/* Freeze / thaw every process of a running sandbox; idempotent; the
+ * state is saved.  AB_E_CONFLICT when the backend cannot. */
+int ab_box_pause (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+int ab_box_resume (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+bool ab_box_is_paused (struct ab_daemon_s *d, struct ab_box_s *b);
+/* The same for every agent connection (ab_box_connect: MCP, the
+ * exec-server, ...): AB_E_CONFLICT "paused" in err. */
+int ab_box_unpaused (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+/* Before a call that needs the agent: 0 when the sandbox runs (resumed
+ * first when it is paused with auto_resume), else -1 with 409 "paused"
+ * (or the resume's error) sent. */
+int ab_api_unpaused (struct ab_req_s *r, struct ab_box_s *b);
+void ab_api_sandbox_pause (struct ab_req_s *r);
+void ab_api_sandbox_resume (struct ab_req_s *r);
+
+/* --- snapshot.c --- */
+/* create's own keys ("auto_resume", "from_snapshot"), taken out of the
+ * request's spec copy before the spec is parsed. */
+int ab_box_snap_request (struct ab_box_s *b, json_t *spec, ab_error_t *err);
+/* Fill the new sandbox's workspace from its snapshot (before start). */
+int ab_box_snap_restore (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+void ab_api_snapshot_create (struct ab_req_s *r);
+void ab_api_snapshot_list (struct ab_req_s *r);
+void ab_api_snapshot_get (struct ab_req_s *r);
+void ab_api_snapshot_delete (struct ab_req_s *r);
+void ab_api_sandbox_fork (struct ab_req_s *r);
 
 /* --- housekeeping.c --- */
 int ab_housekeeping_start (struct ab_daemon_s *d, ab_error_t *err);

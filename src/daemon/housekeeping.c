@@ -65,7 +65,7 @@ expire (struct ab_daemon_s *d)
 	for (size_t i = 0; i < n; i++) {
 		ab_box_state s = ab_box_get_state (d, v[i]);
 		ab_error_t err = AB_ERROR_INIT;
-		if (!v[i]->expires_ms || now < v[i]->expires_ms
+		if (!v[i]->expires_ms || now < v[i]->expires_ms || ab_box_is_paused (d, v[i])
 		    || (s != AB_BOX_RUNNING && s != AB_BOX_DEAD))
 			continue;
 		if (ab_box_destroy (d, v[i], true, &err) < 0)

@@ -122,9 +122,11 @@ stop_monitor (int pidfd, ab_error_t *err)
 ab_agent_conn_t *
 ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
-	ab_agent_conn_t *c = ab_agent_connect (b->agent_sock, err);
-	(void)d;
-	if (!c)
+	ab_agent_conn_t *c;
+
+	if (ab_box_unpaused (d, b, err) < 0)
+		return NULL;
+	if (!(c = ab_agent_connect (b->agent_sock, err)))
 		return NULL;
 	ab_agent_set_timeout (c, AB_AGENT_CALL_TIMEOUT_MS);
 	return c;
@@ -184,6 +186,10 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	json_object_del (spec, "labels");
 	json_object_del (spec, "credentials");
 	json_object_del (spec, "pull");
+	if (ab_box_snap_request (b, spec, err) < 0) {
+		json_decref (spec);
+		return -1;
+	}
 	b->workspace_owned = !json_object_get (spec, "workspace");
 	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
 		r = -1;
@@ -275,6 +281,7 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	if (r < 0)
 		return -1;
 	snprintf (b->backend, sizeof b->backend, "%s", res.backend);
+	snprintf (b->backend_id, sizeof b->backend_id, "%s", res.backend_id);
 	b->monitor_pid = res.monitor_pid;
 	b->monitor_start = ab_proc_start_time (res.monitor_pid);
 	b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, b->id, err);
@@ -362,6 +369,11 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 		ab_box_unref (d, b);
 		return -1;
 	}
+	if (b->from_snapshot && ab_box_snap_restore (d, b, err) < 0) {
+		undo_create (d, b);
+		ab_box_unref (d, b);
+		return -1;
+	}
 	b->created_ms = (int64_t)ab_unix_ms ();
 	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
 	if (ab_box_cred_save (b, err) < 0 || ab_box_save (d, b, err) < 0
@@ -409,6 +421,16 @@ ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_
 {
 	ab_box_state prev;
 
+	/* A frozen agent answers nothing (so whether processes run cannot be
+	 * asked), and a frozen group dies slowly: thaw only what goes. */
+	if (ab_box_is_paused (d, b)) {
+		if (!force)
+			return ab_error (err, 0, AB_E_CONFLICT,
+			                 "sandbox %s is paused (force it: rm -f, or ?force=1)",
+			                 b->id);
+		if (ab_box_resume (d, b, err) < 0)
+			ab_error_clear (err);
+	}
 	if (!force && ab_box_get_state (d, b) == AB_BOX_RUNNING) {
 		int r = has_running (d, b, err);
 		if (r > 0)
@@ -524,11 +546,14 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		ab_box_unref (d, b);
 		return;
 	}
-	c = ab_agent_connect (b->agent_sock, &err);
+	/* A paused agent cannot answer: it is adopted frozen, as it was left,
+	 * and its monitor's pidfd still tells when it dies. */
+	c = b->paused ? NULL : ab_agent_connect (b->agent_sock, &err);
 	if (c)
 		ab_agent_set_timeout (c, ADOPT_PING_MS);
-	if (!c || ab_agent_ping (c, &err) < 0
-	    || ab_session_configure_agent (c, &b->spec, &err) < 0) {
+	if (!b->paused
+	    && (!c || ab_agent_ping (c, &err) < 0
+	        || ab_session_configure_agent (c, &b->spec, &err) < 0)) {
 		ab_agent_close (c);
 		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
 		ab_box_mark_dead (d, b, why);

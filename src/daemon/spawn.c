@@ -62,12 +62,13 @@ parse_result (const char *text, struct ab_spawn_result_s *out, ab_error_t *err)
 {
 	json_error_t je;
 	json_t *j = json_loads (text, 0, &je);
-	const char *backend = "", *msg = "", *kind = "";
+	const char *backend = "", *msg = "", *kind = "", *sbid = "";
 	int ok = 0, pid = -1, r = 0;
 
 	if (!j
-	    || json_unpack (j, "{s:b, s?i, s?s, s?{s:s, s:s}}", "ok", &ok, "monitor_pid", &pid,
-	                    "backend", &backend, "error", "kind", &kind, "message", &msg)
+	    || json_unpack (j, "{s:b, s?i, s?s, s?s, s?{s:s, s:s}}", "ok", &ok, "monitor_pid", &pid,
+	                    "backend", &backend, "sandbox_id", &sbid, "error", "kind", &kind,
+	                    "message", &msg)
 	               < 0) {
 		json_decref (j);
 		return ab_error (err, 0, AB_E_INTERNAL,
@@ -82,6 +83,7 @@ parse_result (const char *text, struct ab_spawn_result_s *out, ab_error_t *err)
 	} else {
 		out->monitor_pid = pid;
 		snprintf (out->backend, sizeof out->backend, "%s", backend);
+		snprintf (out->backend_id, sizeof out->backend_id, "%s", sbid);
 	}
 	json_decref (j);
 	return r;
@@ -153,8 +155,8 @@ print_result (const struct ab_sandbox_s *sb, const ab_error_t *e)
 		j = json_pack ("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "kind",
 		               ab_error_kind_name (e->kind), "message", e->msg);
 	else
-		j = json_pack ("{s:b, s:i, s:s}", "ok", 1, "monitor_pid", (int)sb->monitor_pid,
-		               "backend", sb->backend->name);
+		j = json_pack ("{s:b, s:i, s:s, s:s}", "ok", 1, "monitor_pid", (int)sb->monitor_pid,
+		               "backend", sb->backend->name, "sandbox_id", sb->id);
 	char *text = json_dumps (j, JSON_COMPACT);
 	printf ("%s\n", text);
 	fflush (stdout);

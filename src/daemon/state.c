@@ -69,6 +69,7 @@ ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               spec_json (b, AB_SPEC_JSON_INTERNAL, true));
 	if (b->port_token[0])
 		json_object_set_new (j, "port_token", json_string (b->port_token));
+	ab_box_pause_state_save (b, j);
 	pthread_mutex_unlock (&d->lock);
 	return j;
 }
@@ -125,6 +126,7 @@ ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err)
 	b->monitor_pid = pid;
 	b->monitor_start = (uint64_t)start;
 	port_token_from_json (b, json_object_get (j, "port_token"));
+	ab_box_pause_state_load (b, j);
 	return 0;
 }
 
@@ -156,14 +158,15 @@ ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b)
 
 	pthread_mutex_lock (&d->lock);
 	j = json_pack ("{s:s, s:s, s:o, s:o, s:O, s:s, s:i, s:o}", "id", b->id, "state",
-	               ab_box_state_name (b->state), "created_at", iso_time (b->created_ms),
-	               "expires_at", iso_time (b->expires_ms), "labels", b->labels, "backend",
-	               b->backend, "monitor_pid", (int)b->monitor_pid, "spec",
+	               b->paused ? "paused" : ab_box_state_name (b->state), "created_at",
+	               iso_time (b->created_ms), "expires_at", iso_time (b->expires_ms), "labels",
+	               b->labels, "backend", b->backend, "monitor_pid", (int)b->monitor_pid, "spec",
 	               spec_json (b, 0, false));
 	if (b->ttl_ms)
 		json_object_set_new (j, "ttl_ms", json_integer (b->ttl_ms));
 	if (b->dead_reason)
 		json_object_set_new (j, "dead_reason", json_string (b->dead_reason));
+	ab_box_pause_state_save (b, j);
 	pthread_mutex_unlock (&d->lock);
 	return j;
 }

@@ -197,6 +197,7 @@ struct ab_cg_freezer_s {
 	const char *state_file; /* read until frozen() says so */
 	bool (*frozen) (const char *state);
 };
+extern const struct ab_cg_freezer_s ab_cg_v1_freezer, ab_cg_v2_freezer;
 /* Freeze, SIGKILL every process, thaw; repeat until empty (bounded). */
 int ab_cg_freeze_kill (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz,
                        ab_error_t *err);

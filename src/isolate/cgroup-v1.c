@@ -155,7 +155,7 @@ v1_frozen (const char *state)
 	return strncmp (state, "FROZEN", 6) == 0;
 }
 
-static const struct ab_cg_freezer_s v1_freezer = {
+const struct ab_cg_freezer_s ab_cg_v1_freezer = {
 	.file = "freezer.state",
 	.freeze = "FROZEN",
 	.thaw = "THAWED",
@@ -175,7 +175,7 @@ v1_kill (ab_cgroup_t *cg, ab_error_t *err)
 			return r;
 	}
 	if (f != NULL)
-		return ab_cg_freeze_kill (f, &v1_freezer, err);
+		return ab_cg_freeze_kill (f, &ab_cg_v1_freezer, err);
 	for (size_t i = 0; i < cg->n_dirs; i++)
 		if (ab_cg_live (cg, (int)i))
 			return ab_cg_kill_loop (&cg->dirs[i], err);

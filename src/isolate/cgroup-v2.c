@@ -244,7 +244,7 @@ v2_frozen (const char *events)
 	return ab_cg_keyed_u64 (events, "frozen", &v) == 0 && v == 1;
 }
 
-static const struct ab_cg_freezer_s v2_freezer = {
+const struct ab_cg_freezer_s ab_cg_v2_freezer = {
 	.file = "cgroup.freeze",
 	.freeze = "1",
 	.thaw = "0",
@@ -264,7 +264,7 @@ v2_kill (ab_cgroup_t *cg, ab_error_t *err)
 		return r;
 	/* Before 5.14: cgroup.freeze (5.2), else a plain loop. */
 	if (ab_cg_has_file (d, "cgroup.freeze"))
-		return ab_cg_freeze_kill (d, &v2_freezer, err);
+		return ab_cg_freeze_kill (d, &ab_cg_v2_freezer, err);
 	return ab_cg_kill_loop (d, err);
 }
 

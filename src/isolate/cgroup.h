@@ -76,6 +76,13 @@ int ab_cgroup_enter (ab_cgroup_t *cg, pid_t pid, ab_error_t *err);
  * sent; otherwise once the group is empty (at most 2 s, else an error). */
 int ab_cgroup_kill (ab_cgroup_t *cg, ab_error_t *err);
 
+/* Freeze (or thaw) every process of sandbox `id`'s group, made by
+ * ab_cgroup_create in a process of our own cgroup (the daemon's monitors):
+ * v2 cgroup.freeze, else the v1 freezer.  Freezing returns once every task
+ * is frozen (bounded; on timeout it thaws again and fails).  Idempotent.
+ * cgroup-freeze.c. */
+int ab_cgroup_freeze_id (const char *id, bool freeze, ab_error_t *err);
+
 int ab_cgroup_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *stats, ab_error_t *err);
 
 /* Remove every directory; if processes are left, kill them and wait for
