@@ -9,6 +9,8 @@
 #                   every backend against its raw tool (bench/backends)
 #                   the agent doors against the real codex exec-server (bench/agent-tools/run)
 #   make install    copy the binaries to $(PREFIX)/bin
+#   make static-services  build/agentbox-services-static: the sidecar services, one static file
+#                   (scripts/build-images puts it in the sidecar image; not part of `make`)
 
 CC      ?= gcc
 BUILD   ?= build
@@ -37,7 +39,9 @@ HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto $(shell pkg-config 
 # call from a lower layer into a higher one is an undefined symbol at link
 # time, as an upward #include is a failure of `make layers`.
 HOST_LAYERS := cli daemon image session backend net isolate spec policy proto base
-HOST_SRC  := $(filter-out src/cli/main.c,$(foreach d,$(HOST_LAYERS),$(wildcard src/$(d)/*.c)))
+# Each program's main(), kept out of the layer archives.
+PROGRAM_MAINS := src/cli/main.c src/cli/services-main.c
+HOST_SRC  := $(filter-out $(PROGRAM_MAINS),$(foreach d,$(HOST_LAYERS),$(wildcard src/$(d)/*.c)))
 # The agent is static and links libc only: base (minus the JSON helpers) and proto.
 AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/proto/*.c) \
 	$(filter-out src/base/json%.c,$(wildcard src/base/*.c))
@@ -48,7 +52,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 GEN := $(BUILD)/gen/seccomp-default.h
 
-.PHONY: all check demo bench install clean unit unit-bins helpers unit-asan asan-bins integration conformance guest deps format format-check clang-build
+.PHONY: static-services all check demo bench install clean unit unit-bins helpers unit-asan asan-bins integration conformance guest deps format format-check clang-build
 all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 # layer_archives OBJDIR LIBDIR: the rule of each layer's archive from the
@@ -58,7 +62,7 @@ $(2)/libab-%.a:
 	@mkdir -p $$(@D)
 	@echo "  AR      $$@"
 	@rm -f $$@ && $$(AR) rcs $$@ $$^
-$(foreach l,$(HOST_LAYERS),$(2)/libab-$(l).a: $(patsubst %.c,$(1)/%.o,$(filter-out src/cli/main.c,$(wildcard src/$(l)/*.c)))
+$(foreach l,$(HOST_LAYERS),$(2)/libab-$(l).a: $(patsubst %.c,$(1)/%.o,$(filter-out $(PROGRAM_MAINS),$(wildcard src/$(l)/*.c)))
 )
 endef
 HOST_ARCHIVES := $(foreach l,$(HOST_LAYERS),$(BUILD)/lib/libab-$(l).a)
@@ -71,6 +75,24 @@ $(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(HOST_ARCHIVES)
 $(BUILD)/agentbox-agent: $(AGENT_OBJ)
 	@echo "  LD      $@ (static)"
 	@$(CC) $(ALL_CFLAGS) -static-pie -Wl,-z,relro,-z,now,-z,noexecstack -o $@ $^
+
+# The sidecar services (cli/services-main.c: egress proxy, credential proxy,
+# preview bridge by their t3-* names) as one static-pie file for an image
+# that holds nothing else: the same layer archives, linked against the
+# Debian -dev packages' libssl.a, libcrypto.a, libevent_core.a and
+# libjansson.a (libseccomp is not needed: only tools/gen-seccomp uses it).
+# Names resolve through static glibc's built-in files and dns NSS sources
+# (docs/images.md); the linker's warnings about getaddrinfo and dlopen say
+# so, and are filtered here.
+STATIC_SERVICES_LIBS := -ljansson -levent_core -lssl -lcrypto -lpthread
+static-services: $(BUILD)/agentbox-services-static
+$(BUILD)/agentbox-services-static: $(BUILD)/obj/src/cli/services-main.o $(HOST_ARCHIVES)
+	@echo "  LD      $@ (static)"
+	@$(CC) $(ALL_CFLAGS) -static-pie -s -Wl,-z,relro,-z,now,-z,noexecstack -o $@.tmp $^ \
+		$(STATIC_SERVICES_LIBS) 2>$@.log || { cat $@.log; rm -f $@.tmp; exit 1; }
+	@grep -v -e 'in statically linked applications requires at runtime' -e ': in function ' \
+		$@.log >&2 || true
+	@rm -f $@.log && mv $@.tmp $@
 
 $(BUILD)/obj/%.o: %.c | $(GEN)
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@
 #include "cli/client.h"
 #include "cli/cmd-mcp.h"
 #include "cli/exec-server-cli.h"
+#include "cli/services.h"
 #include "daemon/daemon.h"
 #include "session/agent-config.h"
 
@@ -64,42 +65,11 @@ static const struct {
 	{ "image", ab_cmd_image },
 };
 
-void
-ab_cli_report (const ab_error_t *err)
-{
-	char line[AB_ERROR_MSG_MAX];
-	/* One line, always: a message with a newline would read as two. */
-	snprintf (line, sizeof line, "%s", err->msg[0] ? err->msg : "unknown error");
-	for (char *p = line; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	fprintf (stderr, "agentbox: %s\n", line);
-}
-
-/* Sidecar services, also reachable as multi-call names (argv[0]):
- * `t3-egress-proxy serve ...` behaves as `agentbox egress-proxy serve ...`. */
-static const struct {
-	const char *command, *alias;
-	int (*fn) (int argc, char **argv, const char *progname);
-} services[] = {
-	{ "egress-proxy", "t3-egress-proxy", ab_cmd_egress_proxy },
-	{ "credential-proxy", "t3-credential-proxy", ab_cmd_credential_proxy },
-	{ "preview-bridge", "t3-preview-bridge", ab_cmd_preview_bridge },
-};
-
-static const char *
-basename_of (const char *path)
-{
-	const char *slash = path ? strrchr (path, '/') : NULL;
-	return slash ? slash + 1 : (path ? path : "");
-}
-
 int
 main (int argc, char **argv)
 {
-	const char *self = basename_of (argc > 0 ? argv[0] : NULL);
 	ab_error_t err = AB_ERROR_INIT;
-	char name[64];
+	int status;
 
 	/* Once, before any thread: the logger is not reconfigured later. */
 	if (ab_log_setup_from_env (&err) < 0) {
@@ -109,11 +79,10 @@ main (int argc, char **argv)
 	/* A service-mode backend's probe runs `true` through the session
 	 * layer's agent client, which sits above backend/. */
 	ab_backend_set_service_exec (ab_session_probe_exec);
-	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
-		if (strcmp (self, services[i].alias) == 0) {
-			ab_log_set_program (services[i].alias);
-			return services[i].fn (argc, argv, services[i].alias);
-		}
+	/* The sidecar services, also as multi-call names (argv[0]):
+	 * `t3-egress-proxy serve ...` is `agentbox egress-proxy serve ...`. */
+	if (ab_cli_service_run (argc, argv, "agentbox", &status))
+		return status;
 	if (argc < 2) {
 		fputs (usage, stderr);
 		return 125;
@@ -122,12 +91,6 @@ main (int argc, char **argv)
 		return ab_cmd_run (argc - 1, argv + 1);
 	if (strcmp (argv[1], "doctor") == 0)
 		return ab_cmd_doctor (argc - 1, argv + 1);
-	for (size_t i = 0; i < sizeof services / sizeof *services; i++)
-		if (strcmp (argv[1], services[i].command) == 0) {
-			snprintf (name, sizeof name, "agentbox %s", services[i].command);
-			ab_log_set_program (name);
-			return services[i].fn (argc - 1, argv + 1, name);
-		}
 	for (size_t i = 0; i < sizeof daemon_commands / sizeof *daemon_commands; i++)
 		if (strcmp (argv[1], daemon_commands[i].name) == 0)
 			return daemon_commands[i].fn (argc - 1, argv + 1);
