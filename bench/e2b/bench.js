@@ -33,12 +33,12 @@ function show(name, v) { console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFix
     sdk.push(ms() - t);
     t = ms();
     const b = await rest('POST', '/v1/sandboxes', { ttl: 120 });
-    await rest('POST', `/v1/sandboxes/${b.id}/exec`, { cmd: ['true'], wait: true });
+    await rest('POST', `/v1/sandboxes/${b.id}/exec`, { cmd: ['/bin/bash', '-l', '-c', 'true'], wait: true });
     await rest('DELETE', `/v1/sandboxes/${b.id}?force=1`);
     api.push(ms() - t);
   }
   const a = show('SDK create + run(true) + kill', sdk);
-  const b = show('REST create + exec(true) + delete', api);
+  const b = show('REST create + exec(bash -l -c true) + delete', api);
   console.log(`  ratio SDK / REST: ${(a / b).toFixed(2)}`);
 
   const s = await Sandbox.create({ timeoutMs: 120000 });
@@ -47,8 +47,9 @@ function show(name, v) { console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFix
   const id = s.sandboxId;
   const c = show('SDK commands.run(true) round trip', rtt);
   const rb = await rest('POST', '/v1/sandboxes', { ttl: 120 });
-  for (let i = 0; i < RTT; i++) { const t = ms(); await rest('POST', `/v1/sandboxes/${rb.id}/exec`, { cmd: ['true'], wait: true }); rrtt.push(ms() - t); }
-  const d = show('REST exec(true) round trip', rrtt);
+  // The SDK runs every command as /bin/bash -l -c CMD: the same here.
+  for (let i = 0; i < RTT; i++) { const t = ms(); await rest('POST', `/v1/sandboxes/${rb.id}/exec`, { cmd: ['/bin/bash', '-l', '-c', 'true'], wait: true }); rrtt.push(ms() - t); }
+  const d = show('REST exec(bash -l -c true) round trip', rrtt);
   console.log(`  ratio SDK / REST: ${(c / d).toFixed(2)}`);
   await s.kill();
   await rest('DELETE', `/v1/sandboxes/${rb.id}?force=1`);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -334,6 +335,12 @@ serve_one (struct ab_daemon_s *d, struct ab_http_conn_s *c)
 static bool
 on_accept (void *ctx, int fd, unsigned tag)
 {
+	int one = 1;
+
+	/* envd streams are many small chunks: Nagle and delayed ACKs would
+	 * hold each one back for tens of ms. */
+	if (tag == TAG_E2B)
+		setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	return tag != TAG_UNIX || peer_allowed (fd);
 }
 
