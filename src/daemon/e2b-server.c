@@ -264,7 +264,9 @@ ab_e2b_api_fail (struct ab_req_s *r, int status, const char *fmt, ...)
 char *
 ab_e2b_path (const struct ab_e2b_call_s *call, const char *p)
 {
-	if (!p || !*p)
+	while (p && p[0] == '.' && p[1] == '/')
+		p += 2;
+	if (!p || !*p || strcmp (p, ".") == 0)
 		return xstrdup (call->home);
 	if (p[0] == '/')
 		return xstrdup (p);
