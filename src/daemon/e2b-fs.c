@@ -200,9 +200,24 @@ ab_e2b_filesystem (struct ab_e2b_call_s *call)
 	json_t *out = NULL;
 	fs_op op = NULL;
 
+	bool watch = strcmp (call->method, "WatchDir") == 0;
+	bool watcher = strcmp (call->method, "CreateWatcher") == 0
+	               || strcmp (call->method, "GetWatcherEvents") == 0
+	               || strcmp (call->method, "RemoveWatcher") == 0;
+
 	for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
 		if (strcmp (call->method, ops[i].name) == 0)
 			op = ops[i].op;
+	if (watch || watcher) {
+		if (ab_e2b_call_read (call, &err) < 0)
+			ab_e2b_fail_err (call, &err);
+		else if (watch)
+			ab_e2b_watch_dir (call);
+		else
+			ab_e2b_watchers (call);
+		json_decref (call->msg);
+		return;
+	}
 	if (!op) {
 		ab_e2b_fail (call, "unimplemented", "filesystem.Filesystem/%s is not implemented",
 		             call->method);

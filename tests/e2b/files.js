@@ -1,8 +1,9 @@
 // files through the SDK: text and a 64 MiB binary both ways, list, exists,
-// getInfo, makeDir, rename, remove, several files at once, watchDir.
+// getInfo, makeDir, rename, remove, several files at once, watchDir and
+// the polled watcher RPCs.
 'use strict';
 const crypto = require('crypto');
-const { e2b, template, check, rejects, main } = require('./common.js');
+const { e2b, template, check, rejects, raw, main } = require('./common.js');
 const { Sandbox } = e2b;
 
 main(async () => {
@@ -35,13 +36,34 @@ main(async () => {
   const link = await sbx.commands.run('ln -s /etc /workspace/etc-link && echo ok');
   check(link.stdout === 'ok\n', 'made a symlink out');
   await rejects(sbx.files.write('etc-link/planted', 'x'), null, 'a write through a symlink that leads out is refused');
-  if (process.env.E2B_WATCH === '1') {
-    const events = [];
-    const h = await sbx.files.watchDir('.', (ev) => events.push(ev));
-    await sbx.files.write('watched.txt', 'x');
-    for (let i = 0; i < 50 && !events.length; i++) await new Promise((r) => setTimeout(r, 100));
-    await h.stop();
-    check(events.some((ev) => ev.name === 'watched.txt'), 'watchDir sees a write');
-  }
+  const events = [];
+  const h = await sbx.files.watchDir('.', (ev) => events.push(ev), { recursive: true });
+  const seen = async (name, type) => {
+    for (let i = 0; i < 50 && !events.some((ev) => ev.name === name && ev.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+  };
+  await sbx.files.write('watched.txt', 'x');
+  await seen('watched.txt', e2b.FilesystemEventType.CREATE);
+  check(events.some((ev) => ev.name === 'watched.txt' && ev.type === e2b.FilesystemEventType.CREATE), 'watchDir sees a create');
+  await sbx.commands.run('mkdir -p deep/er && echo y >deep/er/f.txt && rm watched.txt');
+  await seen('deep/er/f.txt', e2b.FilesystemEventType.CREATE);
+  await seen('watched.txt', e2b.FilesystemEventType.REMOVE);
+  await h.stop();
+  check(events.some((ev) => ev.name === 'deep/er/f.txt' && ev.type === e2b.FilesystemEventType.CREATE), 'watchDir (recursive) sees a create deep down');
+  check(events.some((ev) => ev.name === 'watched.txt' && ev.type === e2b.FilesystemEventType.REMOVE), 'watchDir sees a remove');
+  // The polled watcher RPCs (the JS SDK does not call them): raw Connect.
+  const rpc = async (m, body) => {
+    const r = await raw('POST', '/filesystem.Filesystem/' + m, { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': token, 'Content-Type': 'application/json' }, JSON.stringify(body));
+    return { status: r.status, msg: JSON.parse(r.body.toString() || '{}') };
+  };
+  const token = sbx.envdAccessToken || sbx.envdApi?.accessToken || sbx.connectionConfig?.accessToken;
+  const cw = await rpc('CreateWatcher', { path: '/workspace', recursive: false });
+  check(cw.status === 200 && /^[0-9a-f]{32}$/.test(cw.msg.watcherId), 'CreateWatcher');
+  await sbx.files.write('polled.txt', 'p');
+  const ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
+  check(ge.status === 200 && ge.msg.events.some((ev) => ev.name === 'polled.txt' && ev.type === 'EVENT_TYPE_CREATE'), 'GetWatcherEvents');
+  const ge2 = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
+  check(ge2.status === 200 && ge2.msg.events.length === 0, 'GetWatcherEvents: each event once');
+  check((await rpc('RemoveWatcher', { watcherId: cw.msg.watcherId })).status === 200, 'RemoveWatcher');
+  check((await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId })).status === 404, 'a removed watcher is not_found');
   await sbx.kill();
 });
