@@ -111,6 +111,58 @@ ab_e2b_call_read (struct ab_e2b_call_s *call, ab_error_t *err)
 	return 0;
 }
 
+/* Exactly n bytes of the body: 1, or 0 when it ended before the first. */
+static int
+body_exact (struct ab_req_s *r, uint8_t *buf, size_t n, ab_error_t *err)
+{
+	size_t have = 0;
+
+	while (have < n) {
+		ssize_t k = ab_http_io_body_read (r->io, buf + have, n - have, err);
+		if (k < 0)
+			return err->kind ? -1
+			                 : ab_error (err, errno, AB_E_SYSTEM, "read request body");
+		if (k == 0)
+			return have == 0 ? 0
+			                 : ab_error (err, 0, AB_E_INVALID, "a truncated envelope");
+		have += (size_t)k;
+	}
+	return 1;
+}
+
+int
+ab_e2b_envelope_next (struct ab_e2b_call_s *call, json_t **msg, ab_error_t *err)
+{
+	uint8_t h[ENVELOPE_HEAD];
+	cleanup_free uint8_t *body = NULL;
+	size_t len;
+	json_error_t je;
+	int r;
+
+	*msg = NULL;
+	if ((r = body_exact (call->r, h, sizeof h, err)) <= 0)
+		return r;
+	len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+	if (h[0] & FLAG_COMPRESSED)
+		return ab_error (err, 0, AB_E_INVALID, "compressed envelopes are not accepted");
+	if (len > call->r->d->cfg->max_body)
+		return ab_error (err, E2BIG, AB_E_LIMIT, "an envelope over %zu bytes",
+		                 call->r->d->cfg->max_body);
+	body = xmalloc (len + 1);
+	if (len && body_exact (call->r, body, len, err) != 1)
+		return err->kind ? -1 : ab_error (err, 0, AB_E_INVALID, "a truncated envelope");
+	if (h[0] & FLAG_END_STREAM)
+		return 0;
+	*msg = len ? json_loadb ((const char *)body, len, JSON_REJECT_DUPLICATES, &je)
+	           : json_object ();
+	if (!*msg || !json_is_object (*msg)) {
+		json_decref (*msg);
+		*msg = NULL;
+		return ab_error (err, 0, AB_E_INVALID, "the message must be a JSON object");
+	}
+	return 1;
+}
+
 int
 ab_e2b_unary (struct ab_e2b_call_s *call, json_t *msg)
 {

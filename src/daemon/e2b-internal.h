@@ -64,6 +64,8 @@ void ab_e2b_control (struct ab_req_s *r);
 /* --- e2b-connect.c --- */
 /* Read the request message of a Connect call (unary JSON or one envelope). */
 int ab_e2b_call_read (struct ab_e2b_call_s *call, ab_error_t *err);
+/* A client stream's next envelope: 1 with *msg, 0 at its end. */
+int ab_e2b_envelope_next (struct ab_e2b_call_s *call, json_t **msg, ab_error_t *err);
 const char *ab_e2b_code_of (const ab_error_t *err);
 int ab_e2b_unary (struct ab_e2b_call_s *call, json_t *msg); /* steals msg */
 int ab_e2b_fail (struct ab_e2b_call_s *call, const char *code, const char *fmt, ...)

@@ -478,6 +478,51 @@ do_unary (struct ab_e2b_call_s *call, proc_op op)
 	ab_agent_close (c);
 }
 
+/* StreamInput (client streaming): {start:{process}}, then {data:{input}}
+ * and {keepalive:{}} envelopes; answered once the client's stream ends. */
+static void
+do_stream_input (struct ab_e2b_call_s *call)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	ab_agent_conn_t *c = NULL;
+	json_t *m = NULL;
+	uint32_t pid = 0;
+	int r;
+
+	call->streaming = true;
+	if (ab_req_continue (call->r) < 0)
+		return;
+	while ((r = ab_e2b_envelope_next (call, &m, &err)) == 1) {
+		json_t *start = json_object_get (m, "start"), *data = json_object_get (m, "data");
+		if (start && !pid) {
+			if (selector (call, json_object_get (start, "process"), &pid) < 0)
+				break;
+			if (!(c = ab_box_connect (call->r->d, call->b, &err)))
+				r = -1;
+		} else if (data && pid) {
+			json_t *saved = call->msg;
+			call->msg = data;
+			r = op_input (call, c, pid, &err);
+			call->msg = saved;
+		} else if (!json_object_get (m, "keepalive"))
+			r = ab_error (&err, 0, AB_E_INVALID, "StreamInput: start first, then data");
+		json_decref (m);
+		m = NULL;
+		if (r < 0)
+			break;
+	}
+	if (!call->r->responded) {
+		if (r < 0)
+			ab_e2b_fail_err (call, &err);
+		else if (!pid)
+			ab_e2b_fail (call, "invalid_argument", "StreamInput without a start");
+		else if (ab_e2b_stream_begin (call) == 0
+		         && ab_e2b_stream_msg (call, json_object ()) == 0)
+			ab_e2b_stream_end (call, NULL, NULL);
+	}
+	ab_agent_close (c);
+}
+
 void
 ab_e2b_process (struct ab_e2b_call_s *call)
 {
@@ -492,6 +537,10 @@ ab_e2b_process (struct ab_e2b_call_s *call)
 	};
 	ab_error_t err = AB_ERROR_INIT;
 
+	if (strcmp (call->method, "StreamInput") == 0) {
+		do_stream_input (call);
+		return;
+	}
 	if (ab_e2b_call_read (call, &err) < 0) {
 		ab_e2b_fail_err (call, &err);
 		return;

@@ -89,6 +89,19 @@ main(async () => {
   check(r.status === 404 && JSON.parse(r.body).code === 'not_found', 'signal to an unknown pid: not_found');
   r = await raw('POST', '/process.Process/SendSignal', Object.assign(env(a.sandboxId, ta), j), JSON.stringify({ process: { pid: 1 }, signal: 'SIGNAL_SIGHUP' }));
   check(r.status === 400, 'an unknown signal: invalid_argument');
+  // StreamInput (client streaming; the JS SDK never calls it).
+  const cat = await a.commands.run('cat', { background: true, stdin: true });
+  const si = Buffer.concat([envelope({ start: { process: { pid: cat.pid } } }),
+    envelope({ data: { input: { stdin: Buffer.from('via stream\n').toString('base64') } } }), envelope({ keepalive: {} })]);
+  r = await raw('POST', '/process.Process/StreamInput', sh, si);
+  ev = envelopes(r.body);
+  check(r.status === 200 && ev.length === 2 && ev[1].flags === 2 && !ev[1].msg.error, 'StreamInput answered');
+  await a.commands.sendStdin(cat.pid, 'then sdk\n');
+  if (a.commands.closeStdin) await a.commands.closeStdin(cat.pid); else await a.commands.kill(cat.pid);
+  const cr = await cat.wait().catch((e) => e);
+  check(cr.stdout === 'via stream\nthen sdk\n', 'StreamInput reached stdin, in order');
+  r = await raw('POST', '/process.Process/StreamInput', sh, envelope({ data: { input: { stdin: 'eA==' } } }));
+  check(envelopes(r.body).pop().msg.error.code === 'invalid_argument', 'StreamInput without start: invalid_argument');
   check((await a.commands.run('echo still fine')).stdout === 'still fine\n', 'the sandbox is unchanged');
   await a.kill();
   await b.kill();
