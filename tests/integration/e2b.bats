@@ -45,6 +45,13 @@ setup() {
 	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
 }
 
+@test "e2b: a client that stops reading blocks the command; the daemon's memory stays bounded" {
+	run env E2B_PKG=e2b-2-51 DAEMON_PID="$DAEMON_PID" timeout 120 node "$ROOT_DIR/tests/e2b/flow.js"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q '^done '
+}
+
 @test "e2b: sandboxes are daemon sandboxes, labelled; tokens stay out of the REST API and state.json" {
 	id="$(curl -sS --max-time 30 -H "X-API-KEY: $E2B_API_KEY" -H 'Content-Type: application/json' \
 		-d '{"templateID":"base","metadata":{"who":"bats"}}' "$E2B_API_URL/sandboxes" | jq -er .sandboxID)"
