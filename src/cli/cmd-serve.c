@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "daemon/daemon.h"
+#include "spec/spec.h"
 
 enum {
 	OPT_SOCKET = 256,
@@ -26,6 +27,11 @@ enum {
 	OPT_MAX_UPLOAD,
 	OPT_OUTPUT_CAP,
 	OPT_IDLE_TIMEOUT,
+	OPT_E2B_LISTEN,
+	OPT_E2B_KEY_FILE,
+	OPT_E2B_GENERATE_KEY,
+	OPT_E2B_DOMAIN,
+	OPT_E2B_TEMPLATE,
 };
 
 static const struct option serve_options[] = {
@@ -41,6 +47,11 @@ static const struct option serve_options[] = {
 	{ "max-upload", required_argument, NULL, OPT_MAX_UPLOAD },
 	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "e2b-listen", required_argument, NULL, OPT_E2B_LISTEN },
+	{ "e2b-api-key-file", required_argument, NULL, OPT_E2B_KEY_FILE },
+	{ "e2b-generate-key", no_argument, NULL, OPT_E2B_GENERATE_KEY },
+	{ "e2b-domain", required_argument, NULL, OPT_E2B_DOMAIN },
+	{ "e2b-template", required_argument, NULL, OPT_E2B_TEMPLATE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -59,7 +70,13 @@ static const char serve_usage[] =
         "  --max-body SIZE (1m)   --max-upload SIZE (8g, 0 = none)  --output-cap SIZE (1m, "
         "\"wait\": true)\n"
         "  --idle-timeout DURATION  close a keep-alive connection idle this long, or a head\n"
-        "                         not complete by then (120s)\n";
+        "                         not complete by then (120s)\n"
+        "  --e2b-listen 127.0.0.1:PORT  serve the E2B-compatible API (docs/e2b.md); needs\n"
+        "                         --e2b-api-key-file\n"
+        "  --e2b-api-key-file FILE  its API key (e2b_ + at least 32 hex digits)\n"
+        "  --e2b-generate-key     write a new key to that file if it does not exist\n"
+        "  --e2b-domain DOMAIN    domain of previews, <port>-<id>.DOMAIN (localhost)\n"
+        "  --e2b-template NAME=SPEC.json | DIR  a template: a sandbox spec (repeatable)\n";
 
 static int
 count (const char *arg, const char *what, unsigned *out, ab_error_t *err)
@@ -101,6 +118,20 @@ apply (struct ab_daemon_config_s *c, int opt, const char *arg, ab_error_t *err)
 		c->token_file = xstrdup (arg);
 		return 0;
 	case OPT_LISTEN_ANY: c->listen_any = true; return 0;
+	case OPT_E2B_LISTEN:
+		free (c->e2b_listen);
+		c->e2b_listen = xstrdup (arg);
+		return 0;
+	case OPT_E2B_KEY_FILE:
+		free (c->e2b_key_file);
+		c->e2b_key_file = xstrdup (arg);
+		return 0;
+	case OPT_E2B_GENERATE_KEY: c->e2b_generate_key = true; return 0;
+	case OPT_E2B_DOMAIN:
+		free (c->e2b_domain);
+		c->e2b_domain = xstrdup (arg);
+		return 0;
+	case OPT_E2B_TEMPLATE: ab_strv_push (&c->e2b_templates, arg); return 0;
 	case OPT_MAX_SANDBOXES: return count (arg, "--max-sandboxes", &c->max_sandboxes, err);
 	case OPT_MAX_EXECS: return count (arg, "--max-execs", &c->max_execs, err);
 	case OPT_MAX_CONNECTIONS: return count (arg, "--max-connections", &c->max_connections, err);

@@ -216,7 +216,7 @@ cookie_ok (const struct ab_box_s *b, const struct ab_http_io_s *io)
 	return false;
 }
 
-enum auth_by { AUTH_NONE, AUTH_HEADER, AUTH_QUERY, AUTH_COOKIE };
+enum auth_by { AUTH_NONE, AUTH_HEADER, AUTH_QUERY, AUTH_COOKIE, AUTH_E2B };
 
 /* Which credential let the request in: the Authorization header (it is
  * then not forwarded), the query (token= is then not forwarded, and the
@@ -333,6 +333,11 @@ proxy_head (const struct ab_http_io_s *io, const struct target_s *x, enum auth_b
 		if (hop_by_hop (fl)
 		    || (auth_by == AUTH_HEADER
 		        && ab_http_token_eq (fl->name, fl->name_len, "authorization")))
+			continue;
+		/* An E2B preview's token fields (e2b-preview.c) stop here too. */
+		if (auth_by == AUTH_E2B
+		    && (ab_http_token_eq (fl->name, fl->name_len, "x-access-token")
+		        || ab_http_token_eq (fl->name, fl->name_len, "e2b-traffic-access-token")))
 			continue;
 		/* A page opened with ?token= names it in its Referer. */
 		if (ab_http_token_eq (fl->name, fl->name_len, "referer")
@@ -516,6 +521,34 @@ ab_api_port_proxy (struct ab_req_s *r)
 			close (fd);
 	}
 	ab_box_unref (r->d, b);
+}
+
+void
+ab_port_proxy_raw (struct ab_req_s *r, struct ab_box_s *b, uint16_t port)
+{
+	const char *t = r->io->head.target, *q;
+	size_t len = r->io->head.target_len, head_len = 0;
+	struct target_s x = { .rest = t, .rest_len = len };
+	cleanup_free char *head = NULL;
+	int fd;
+
+	r->close = true;
+	if ((q = memchr (t, '?', len))) {
+		x.rest_len = (size_t)(q - t);
+		x.query = q + 1;
+		x.query_len = len - x.rest_len - 1;
+	}
+	head = proxy_head (r->io, &x, AUTH_E2B, &head_len);
+	if (head_len > PROXY_HEAD_MAX)
+		ab_resp_fail (r, 431, "head_too_large", "request head too large");
+	else if ((fd = open_port (r, b, port)) >= 0) {
+		r->responded = true;
+		r->status = 200;
+		if (ab_http_write (fd, head, head_len) == 0 && forward_buffered (r->io, fd) == 0)
+			relay (r, fd);
+		else
+			close (fd);
+	}
 }
 
 void

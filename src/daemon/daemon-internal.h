@@ -100,6 +100,7 @@ struct ab_daemon_s {
 	bool has_token;
 	uint8_t token_digest[32];
 	volatile int stopping;
+	struct ab_e2b_s *e2b; /* e2b-server.c: the E2B API, or NULL */
 };
 
 /* --- registry.c --- */
@@ -267,6 +268,9 @@ void ab_api_port_connect (struct ab_req_s *r);
 void ab_api_port_proxy (struct ab_req_s *r);
 bool ab_port_proxy_target (const struct ab_http_io_s *io);
 void ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1]);
+/* The request as it came (target unchanged, hop-by-hop and E2B token
+ * fields dropped) to 127.0.0.1:port in b, and the answer back (E2B previews). */
+void ab_port_proxy_raw (struct ab_req_s *r, struct ab_box_s *b, uint16_t port);
 
 /* Shared by the handlers: the sandbox named in the path, running, or an
  * error response already sent (NULL). */
@@ -286,6 +290,11 @@ json_t *ab_exit_json (const struct ab_agent_exit_s *e);
 int ab_signal_parse (const json_t *v, int *sig, ab_error_t *err);
 /* Events of a followed process until EXIT, as NDJSON lines on a started stream. */
 int ab_exec_stream_events (struct ab_req_s *r, ab_agent_conn_t *c, struct ab_agent_proc_s *p);
+
+/* --- e2b-server.c: the E2B API's listener (docs/e2b.md) --- */
+int ab_e2b_setup (struct ab_daemon_s *d, ab_error_t *err);
+/* One request on the E2B listener; target_ok: r->path and r->query are set. */
+void ab_e2b_serve (struct ab_req_s *r, bool target_ok);
 
 /* --- metrics.c --- */
 typedef enum {

@@ -23,6 +23,12 @@ struct ab_daemon_config_s {
 	uint64_t max_upload;      /* file uploads, 0 = no limit */
 	size_t output_cap;        /* per stream, "wait": true */
 	uint64_t idle_timeout_ms; /* a keep-alive connection with nothing to say, and a head */
+	/* The E2B-compatible API (docs/e2b.md): off unless e2b_listen is set. */
+	char *e2b_listen;      /* "127.0.0.1:PORT" */
+	char *e2b_key_file;    /* the API key, "e2b_" + hex */
+	bool e2b_generate_key; /* write a new key to e2b_key_file if it does not exist */
+	char *e2b_domain;      /* of previews and envd hosts; NULL = "localhost" */
+	char **e2b_templates;  /* NAME=SPEC.json or directories of NAME.json; NULL-terminated */
 };
 
 /* Defaults: /run/agentbox/agentbox.sock and /var/lib/agentbox for root,

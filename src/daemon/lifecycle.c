@@ -355,8 +355,12 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 		ab_box_unref (d, b);
 		return -1;
 	}
-	if (mkdir (b->dir, 0700) < 0
-	    || (b->workspace_owned && mkdir (b->spec.workspace, 0755) < 0)) {
+	/* A workspace the daemon makes belongs to the sandbox's user (who may
+	 * not be root: E2B's "user"), also where no idmapped mount maps its
+	 * owner onto them; with one, the owner shows as the user anyway. */
+	if (mkdir (b->dir, 0700) < 0 || (b->workspace_owned && mkdir (b->spec.workspace, 0755) < 0)
+	    || (b->workspace_owned && b->spec.uid != 0 && geteuid () == 0
+	        && chown (b->spec.workspace, b->spec.uid, b->spec.gid) < 0)) {
 		ab_error (err, errno, AB_E_SYSTEM, "create %s", b->dir);
 		undo_create (d, b);
 		ab_box_unref (d, b);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +38,7 @@
 #define MIN_TOKEN_LEN  16
 
 /* The listener a connection came in on. */
-enum { TAG_UNIX, TAG_TCP };
+enum { TAG_UNIX, TAG_TCP, TAG_E2B };
 
 void
 ab_daemon_config_init (struct ab_daemon_config_s *c)
@@ -60,6 +61,10 @@ ab_daemon_config_free (struct ab_daemon_config_s *c)
 	free (c->state_dir);
 	free (c->listen);
 	free (c->token_file);
+	free (c->e2b_listen);
+	free (c->e2b_key_file);
+	free (c->e2b_domain);
+	ab_cleanup_strvp (&c->e2b_templates);
 }
 
 char *
@@ -167,8 +172,10 @@ parse_listen (const char *spec, struct sockaddr_storage *ss, socklen_t *len, boo
 	return 0;
 }
 
+/* A TCP listener for `flag` (--listen, --e2b-listen) at addr. */
 static int
-listen_tcp (const struct ab_daemon_config_s *c, ab_error_t *err)
+listen_tcp (const struct ab_daemon_config_s *c, const char *addr, const char *flag,
+            const char *key_file, ab_error_t *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = 0;
@@ -176,22 +183,20 @@ listen_tcp (const struct ab_daemon_config_s *c, ab_error_t *err)
 	cleanup_close int fd = -1;
 	int one = 1;
 
-	if (parse_listen (c->listen, &ss, &len, &loopback, err) < 0)
+	if (parse_listen (addr, &ss, &len, &loopback, err) < 0)
 		return -1;
 	if (!loopback && !c->listen_any)
 		return ab_error (
 		        err, 0, AB_E_DENIED,
-		        "--listen %s is not a loopback address; the API controls every sandbox: "
+		        "%s %s is not a loopback address; the API controls every sandbox: "
 		        "add --listen-non-loopback only behind a firewall and TLS terminator",
-		        c->listen);
+		        flag, addr);
 	fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0
 	    || bind (fd, (struct sockaddr *)&ss, len) < 0 || listen (fd, 512) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "--listen %s", c->listen);
-	ab_log (AB_LOG_WARN,
-	        "the API is also on TCP %s%s; every request needs the bearer token from %s",
-	        c->listen, loopback ? "" : " (NOT loopback: reachable from the network)",
-	        c->token_file);
+		return ab_error (err, errno, AB_E_SYSTEM, "%s %s", flag, addr);
+	ab_log (AB_LOG_WARN, "%s: TCP %s%s; every request needs the key or token from %s", flag,
+	        addr, loopback ? "" : " (NOT loopback: reachable from the network)", key_file);
 	return steal_fd (&fd);
 }
 
@@ -289,7 +294,10 @@ serve_one (struct ab_daemon_s *d, struct ab_http_conn_s *c)
 
 	r.method = method;
 	r.close = io->head.conn_close || (io->head.version_minor == 0 && !io->head.conn_keep_alive);
-	if (ab_port_proxy_target (io)) {
+	if (c->tag == TAG_E2B) {
+		/* Its own keys and tokens (e2b-server.c), never the daemon's. */
+		ab_e2b_serve (&r, split_target (&r, io) == 0);
+	} else if (ab_port_proxy_target (io)) {
 		/* Before the daemon's token: previews carry the sandbox's own port
 		 * token instead (api-port.c), and their paths may hold '%'. */
 		r.path = xstrndup (io->head.target, io->head.target_len);
@@ -313,7 +321,13 @@ serve_one (struct ab_daemon_s *d, struct ab_http_conn_s *c)
 static bool
 on_accept (void *ctx, int fd, unsigned tag)
 {
-	return tag == TAG_TCP || peer_allowed (fd);
+	int one = 1;
+
+	/* envd streams are many small chunks: Nagle and delayed ACKs would
+	 * hold each one back for tens of ms. */
+	if (tag == TAG_E2B)
+		setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return tag != TAG_UNIX || peer_allowed (fd);
 }
 
 static void
@@ -343,7 +357,7 @@ static const struct ab_http_server_ops_s daemon_ops = {
 };
 
 static int
-start_server (struct ab_daemon_s *d, int *ufd, int *tfd, ab_error_t *err)
+start_server (struct ab_daemon_s *d, int *ufd, int *tfd, int *efd, ab_error_t *err)
 {
 	const struct ab_http_server_config_s hc = {
 		.max_conns = d->cfg->max_connections,
@@ -359,6 +373,8 @@ start_server (struct ab_daemon_s *d, int *ufd, int *tfd, ab_error_t *err)
 	if (ab_http_server_add_listener (d->http, steal_fd (ufd), TAG_UNIX, err) < 0)
 		return -1;
 	if (*tfd >= 0 && ab_http_server_add_listener (d->http, steal_fd (tfd), TAG_TCP, err) < 0)
+		return -1;
+	if (*efd >= 0 && ab_http_server_add_listener (d->http, steal_fd (efd), TAG_E2B, err) < 0)
 		return -1;
 	return 0;
 }
@@ -418,16 +434,19 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 {
 	/* Static: connection threads may still use it while the process exits. */
 	static struct ab_daemon_s d;
-	cleanup_close int lock_fd = -1, ufd = -1, tfd = -1, sfd = -1;
+	cleanup_close int lock_fd = -1, ufd = -1, tfd = -1, efd = -1, sfd = -1;
 	int rc;
 
-	if (setup (&d, c, &lock_fd, err) < 0 || ab_daemon_adopt (&d, err) < 0)
+	if (setup (&d, c, &lock_fd, err) < 0 || ab_e2b_setup (&d, err) < 0
+	    || ab_daemon_adopt (&d, err) < 0)
 		return -1;
 	if ((ufd = listen_unix (c->socket_path, err)) < 0
-	    || (c->listen && (tfd = listen_tcp (c, err)) < 0))
+	    || (c->listen && (tfd = listen_tcp (c, c->listen, "--listen", c->token_file, err)) < 0)
+	    || (c->e2b_listen
+	        && (efd = listen_tcp (c, c->e2b_listen, "--e2b-listen", c->e2b_key_file, err)) < 0))
 		return -1;
 	sfd = signals ();
-	if (ab_housekeeping_start (&d, err) < 0 || start_server (&d, &ufd, &tfd, err) < 0)
+	if (ab_housekeeping_start (&d, err) < 0 || start_server (&d, &ufd, &tfd, &efd, err) < 0)
 		return -1;
 	ab_log (AB_LOG_INFO, "listening on %s (state in %s, %u sandboxes adopted)", c->socket_path,
 	        c->state_dir, d.n_boxes);

@@ -1,0 +1,63 @@
+// bench/e2b/run's measurements (see there).
+'use strict';
+const http = require('http');
+const path = require('path');
+const { Sandbox } = require(path.join(process.env.AGENTBOX_NPM_DIR, 'e2b', 'node_modules', 'e2b-2-51'));
+
+const N = +(process.env.BENCH_N || 20), RTT = +(process.env.BENCH_RTT || 100), PAR = +(process.env.BENCH_PAR || 20);
+
+function rest(method, p, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: process.env.AB_SOCK, method, path: p, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      const c = [];
+      res.on('data', (d) => c.push(d));
+      res.on('end', () => (res.statusCode >= 300 ? reject(new Error(`${p}: ${res.statusCode}`)) : resolve(c.length ? JSON.parse(Buffer.concat(c)) : null)));
+    });
+    req.on('error', reject);
+    if (body) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+const ms = () => Number(process.hrtime.bigint()) / 1e6;
+function pct(v, p) { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; }
+function show(name, v) { console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFixed(2)} ms  p90 ${pct(v, 0.9).toFixed(2)} ms  (n=${v.length})`); return pct(v, 0.5); }
+
+(async () => {
+  const sdk = [], api = [];
+  for (let i = 0; i < N; i++) {
+    let t = ms();
+    const s = await Sandbox.create({ timeoutMs: 120000 });
+    await s.commands.run('true');
+    await s.kill();
+    sdk.push(ms() - t);
+    t = ms();
+    const b = await rest('POST', '/v1/sandboxes', { ttl: 120 });
+    await rest('POST', `/v1/sandboxes/${b.id}/exec`, { cmd: ['/bin/bash', '-l', '-c', 'true'], wait: true });
+    await rest('DELETE', `/v1/sandboxes/${b.id}?force=1`);
+    api.push(ms() - t);
+  }
+  const a = show('SDK create + run(true) + kill', sdk);
+  const b = show('REST create + exec(bash -l -c true) + delete', api);
+  console.log(`  ratio SDK / REST: ${(a / b).toFixed(2)}`);
+
+  const s = await Sandbox.create({ timeoutMs: 120000 });
+  const rtt = [], rrtt = [];
+  for (let i = 0; i < RTT; i++) { const t = ms(); await s.commands.run('true'); rtt.push(ms() - t); }
+  const id = s.sandboxId;
+  const c = show('SDK commands.run(true) round trip', rtt);
+  const rb = await rest('POST', '/v1/sandboxes', { ttl: 120 });
+  // The SDK runs every command as /bin/bash -l -c CMD: the same here.
+  for (let i = 0; i < RTT; i++) { const t = ms(); await rest('POST', `/v1/sandboxes/${rb.id}/exec`, { cmd: ['/bin/bash', '-l', '-c', 'true'], wait: true }); rrtt.push(ms() - t); }
+  const d = show('REST exec(bash -l -c true) round trip', rrtt);
+  console.log(`  ratio SDK / REST: ${(c / d).toFixed(2)}`);
+  await s.kill();
+  await rest('DELETE', `/v1/sandboxes/${rb.id}?force=1`);
+
+  const t0 = ms();
+  const many = await Promise.all(Array.from({ length: PAR }, () => Sandbox.create({ timeoutMs: 120000 })));
+  const wall = ms() - t0;
+  console.log(`${PAR} concurrent Sandbox.create()`.padEnd(44) + ` ${wall.toFixed(0)} ms wall`);
+  await Promise.all(many.map((x) => x.kill()));
+  void id;
+})().catch((e) => { console.error('bench/e2b:', e); process.exit(1); });

@@ -1,0 +1,69 @@
+// files through the SDK: text and a 64 MiB binary both ways, list, exists,
+// getInfo, makeDir, rename, remove, several files at once, watchDir and
+// the polled watcher RPCs.
+'use strict';
+const crypto = require('crypto');
+const { e2b, template, check, rejects, raw, main } = require('./common.js');
+const { Sandbox } = e2b;
+
+main(async () => {
+  const sbx = await Sandbox.create(template);
+  const w = await sbx.files.write('notes/a.txt', 'hello files\n');
+  check(w.path === '/workspace/notes/a.txt' && w.name === 'a.txt', 'write answers the path (parents made)');
+  check(await sbx.files.read('notes/a.txt') === 'hello files\n', 'read text back');
+  check(await sbx.files.read('/workspace/notes/a.txt') === 'hello files\n', 'absolute path');
+  const big = crypto.randomBytes(64 << 20);
+  await sbx.files.write('big.bin', big);
+  const back = Buffer.from(await sbx.files.read('big.bin', { format: 'bytes' }));
+  check(back.length === big.length && crypto.createHash('sha256').update(back).digest('hex') === crypto.createHash('sha256').update(big).digest('hex'), '64 MiB binary round trip');
+  const sum = await sbx.commands.run('sha256sum big.bin | cut -d" " -f1');
+  check(sum.stdout.trim() === crypto.createHash('sha256').update(big).digest('hex'), 'the sandbox sees the same bytes');
+  await sbx.files.write([{ path: 'm/1.txt', data: 'one' }, { path: 'm/2.txt', data: 'two' }]);
+  check(await sbx.files.read('m/2.txt') === 'two', 'several files in one write');
+  const ls = await sbx.files.list('notes');
+  check(ls.length === 1 && ls[0].name === 'a.txt' && ls[0].type === 'file' && ls[0].size === 12, 'list');
+  check(await sbx.files.exists('notes/a.txt') === true && await sbx.files.exists('nope') === false, 'exists');
+  const info = await sbx.files.getInfo('notes/a.txt');
+  check(info.type === 'file' && info.size === 12 && info.permissions === '-rw-r--r--' && info.modifiedTime instanceof Date, 'getInfo');
+  check(await sbx.files.makeDir('dir1') === true && await sbx.files.makeDir('dir1') === false, 'makeDir, and again: false');
+  const mv = await sbx.files.rename('notes/a.txt', 'dir1/b.txt');
+  check(mv.path === '/workspace/dir1/b.txt' && await sbx.files.exists('notes/a.txt') === false, 'rename');
+  await sbx.files.remove('dir1');
+  check(await sbx.files.exists('dir1') === false, 'remove (recursive)');
+  await rejects(sbx.files.read('missing.txt'), e2b.NotFoundError || e2b.FileNotFoundError || Error, 'read of a missing file fails');
+  await rejects(sbx.files.write('/etc/planted', 'x'), null, 'write outside the file roots is refused');
+  await rejects(sbx.files.write('../escape.txt', 'x'), null, '.. escape refused');
+  const link = await sbx.commands.run('ln -s /etc /workspace/etc-link && echo ok');
+  check(link.stdout === 'ok\n', 'made a symlink out');
+  await rejects(sbx.files.write('etc-link/planted', 'x'), null, 'a write through a symlink that leads out is refused');
+  const events = [];
+  const h = await sbx.files.watchDir('.', (ev) => events.push(ev), { recursive: true });
+  const seen = async (name, type) => {
+    for (let i = 0; i < 50 && !events.some((ev) => ev.name === name && ev.type === type); i++) await new Promise((r) => setTimeout(r, 100));
+  };
+  await sbx.files.write('watched.txt', 'x');
+  await seen('watched.txt', e2b.FilesystemEventType.CREATE);
+  check(events.some((ev) => ev.name === 'watched.txt' && ev.type === e2b.FilesystemEventType.CREATE), 'watchDir sees a create');
+  await sbx.commands.run('mkdir -p deep/er && echo y >deep/er/f.txt && rm watched.txt');
+  await seen('deep/er/f.txt', e2b.FilesystemEventType.CREATE);
+  await seen('watched.txt', e2b.FilesystemEventType.REMOVE);
+  await h.stop();
+  check(events.some((ev) => ev.name === 'deep/er/f.txt' && ev.type === e2b.FilesystemEventType.CREATE), 'watchDir (recursive) sees a create deep down');
+  check(events.some((ev) => ev.name === 'watched.txt' && ev.type === e2b.FilesystemEventType.REMOVE), 'watchDir sees a remove');
+  // The polled watcher RPCs (the JS SDK does not call them): raw Connect.
+  const rpc = async (m, body) => {
+    const r = await raw('POST', '/filesystem.Filesystem/' + m, { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': token, 'Content-Type': 'application/json' }, JSON.stringify(body));
+    return { status: r.status, msg: JSON.parse(r.body.toString() || '{}') };
+  };
+  const token = sbx.envdAccessToken || sbx.envdApi?.accessToken || sbx.connectionConfig?.accessToken;
+  const cw = await rpc('CreateWatcher', { path: '/workspace', recursive: false });
+  check(cw.status === 200 && /^[0-9a-f]{32}$/.test(cw.msg.watcherId), 'CreateWatcher');
+  await sbx.files.write('polled.txt', 'p');
+  const ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
+  check(ge.status === 200 && ge.msg.events.some((ev) => ev.name === 'polled.txt' && ev.type === 'EVENT_TYPE_CREATE'), 'GetWatcherEvents');
+  const ge2 = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
+  check(ge2.status === 200 && ge2.msg.events.length === 0, 'GetWatcherEvents: each event once');
+  check((await rpc('RemoveWatcher', { watcherId: cw.msg.watcherId })).status === 200, 'RemoveWatcher');
+  check((await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId })).status === 404, 'a removed watcher is not_found');
+  await sbx.kill();
+});
