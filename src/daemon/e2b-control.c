@@ -69,7 +69,8 @@ sandbox_json (struct ab_daemon_s *d, struct ab_box_s *b, const char *token, bool
 		json_object_set_new (j, "startedAt", iso (b->created_ms));
 		json_object_set_new (j, "endAt",
 		                     iso (end ? end : b->created_ms + 365LL * 86400000));
-		json_object_set_new (j, "state", json_string ("running"));
+		json_object_set_new (j, "state",
+		                     json_string (ab_box_is_paused (d, b) ? "paused" : "running"));
 		json_object_set_new (j, "cpuCount",
 		                     json_integer ((json_int_t)(b->spec.limits.cpu_millis
 		                                                        ? (b->spec.limits.cpu_millis
@@ -321,12 +322,20 @@ one (struct ab_req_s *r, const char *id, const char *action)
 	char tok[AB_E2B_TOKEN_LEN + 1];
 	struct ab_box_s *b;
 
-	if (action && (strcmp (action, "pause") == 0 || strcmp (action, "resume") == 0)) {
-		ab_e2b_api_fail (r, 501, "pause and resume are not available yet on agentbox");
-		return;
-	}
 	if (!(b = e2b_box (r, id, tok)))
 		return;
+	if (action && strcmp (action, "pause") == 0 && strcmp (r->method, "POST") == 0) {
+		/* E2B: 204, and 409 when it is paused already. */
+		if (ab_box_is_paused (r->d, b))
+			ab_e2b_api_fail (r, 409, "sandbox %s is already paused", id);
+		else if (ab_box_pause (r->d, b, &err) < 0)
+			ab_e2b_api_fail (r, ab_status_of (&err), "%s", err.msg);
+		else
+			ab_resp_empty (r, 204);
+		explicit_bzero (tok, sizeof tok);
+		ab_box_unref (r->d, b);
+		return;
+	}
 	if (!action && strcmp (r->method, "GET") == 0)
 		ab_resp_json (r, 200, sandbox_json (r->d, b, NULL, true));
 	else if (!action && strcmp (r->method, "DELETE") == 0) {
@@ -339,11 +348,18 @@ one (struct ab_req_s *r, const char *id, const char *action)
 			ab_e2b_api_fail (r, ab_status_of (&err), "%s", err.msg);
 		else
 			ab_resp_empty (r, 204);
-	} else if (action && strcmp (action, "connect") == 0 && strcmp (r->method, "POST") == 0) {
-		if (set_timeout (r, b, false, &err) < 0)
+	} else if (action && (strcmp (action, "connect") == 0 || strcmp (action, "resume") == 0)
+	           && strcmp (r->method, "POST") == 0) {
+		/* connect (and the older resume) resume a paused sandbox: 201
+		 * then, 200 when it was running. */
+		bool was_paused = ab_box_is_paused (r->d, b);
+		if (was_paused && ab_box_resume (r->d, b, &err) < 0)
+			ab_e2b_api_fail (r, ab_status_of (&err), "%s", err.msg);
+		else if (set_timeout (r, b, false, &err) < 0)
 			ab_e2b_api_fail (r, ab_status_of (&err), "%s", err.msg);
 		else
-			ab_resp_json (r, 200, sandbox_json (r->d, b, tok, false));
+			ab_resp_json (r, was_paused ? 201 : 200,
+			              sandbox_json (r->d, b, tok, false));
 	} else
 		ab_e2b_api_fail (r, 404, "no such endpoint: %s %s", r->method, r->path);
 	explicit_bzero (tok, sizeof tok);
@@ -386,22 +402,25 @@ list (struct ab_req_s *r)
 	cleanup_strv char **states = ab_req_query_all (r, "state", &err);
 	cleanup_free char *hdr = NULL;
 	long limit = limit_s ? strtol (limit_s, NULL, 10) : LIST_LIMIT_MAX;
-	bool want_running = !states || !states[0];
+	bool want_running = !states || !states[0], want_paused = want_running;
 	struct ab_box_s **v;
 	size_t n, shown = 0;
 	json_t *arr = json_array ();
 	const char *last = NULL;
 
-	for (char **s = states; s && *s; s++)
+	for (char **s = states; s && *s; s++) {
 		want_running |= strstr (*s, "running") != NULL;
+		want_paused |= strstr (*s, "paused") != NULL;
+	}
 	if (limit <= 0 || limit > LIST_LIMIT_MAX)
 		limit = LIST_LIMIT_MAX;
 	v = ab_registry_all (r->d, &n);
-	for (size_t i = 0; i < n && want_running; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char tok[AB_E2B_TOKEN_LEN + 1];
 		ab_error_t e = AB_ERROR_INIT;
-		if (ab_box_get_state (r->d, v[i]) != AB_BOX_RUNNING
-		    || ab_e2b_token_load (v[i], tok, &e) < 0)
+		bool paused = ab_box_is_paused (r->d, v[i]);
+		if (ab_box_get_state (r->d, v[i]) != AB_BOX_RUNNING || (paused && !want_paused)
+		    || (!paused && !want_running) || ab_e2b_token_load (v[i], tok, &e) < 0)
 			continue;
 		explicit_bzero (tok, sizeof tok);
 		if ((next && strcmp (v[i]->id, next) <= 0)
