@@ -25,6 +25,7 @@ enum {
 	OPT_MAX_UPLOAD,
 	OPT_OUTPUT_CAP,
 	OPT_IDLE_TIMEOUT,
+	OPT_POOL_FILE,
 };
 
 static const struct option serve_options[] = {
@@ -40,6 +41,7 @@ static const struct option serve_options[] = {
 	{ "max-upload", required_argument, NULL, OPT_MAX_UPLOAD },
 	{ "output-cap", required_argument, NULL, OPT_OUTPUT_CAP },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "pool-file", required_argument, NULL, OPT_POOL_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -58,7 +60,9 @@ static const char serve_usage[] =
         "  --max-body SIZE (1m)   --max-upload SIZE (8g, 0 = none)  --output-cap SIZE (1m, "
         "\"wait\": true)\n"
         "  --idle-timeout DURATION  close a keep-alive connection idle this long, or a head\n"
-        "                         not complete by then (120s)\n";
+        "                         not complete by then (120s)\n"
+        "  --pool-file FILE       warm pools to keep ({\"pools\": [{name, spec, min_ready, "
+        "max_ready}]}, docs/pools.md)\n";
 
 static int
 count (const char *arg, const char *what, unsigned *out, ab_error_t *err)
@@ -100,6 +104,10 @@ apply (struct ab_daemon_config_s *c, int opt, const char *arg, ab_error_t *err)
 		c->token_file = xstrdup (arg);
 		return 0;
 	case OPT_LISTEN_ANY: c->listen_any = true; return 0;
+	case OPT_POOL_FILE:
+		free (c->pool_file);
+		c->pool_file = xstrdup (arg);
+		return 0;
 	case OPT_MAX_SANDBOXES: return count (arg, "--max-sandboxes", &c->max_sandboxes, err);
 	case OPT_MAX_EXECS: return count (arg, "--max-execs", &c->max_execs, err);
 	case OPT_MAX_CONNECTIONS: return count (arg, "--max-connections", &c->max_connections, err);

@@ -49,6 +49,7 @@ static const struct {
 	{ "inspect", ab_cmd_inspect },
 	{ "rm", ab_cmd_rm },
 	{ "port", ab_cmd_port },
+	{ "pool", ab_cmd_pool },
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },

@@ -23,6 +23,7 @@ struct ab_daemon_config_s {
 	uint64_t max_upload;      /* file uploads, 0 = no limit */
 	size_t output_cap;        /* per stream, "wait": true */
 	uint64_t idle_timeout_ms; /* a keep-alive connection with nothing to say, and a head */
+	char *pool_file;          /* warm pools declared at start (docs/pools.md) */
 };
 
 /* Defaults: /run/agentbox/agentbox.sock and /var/lib/agentbox for root,

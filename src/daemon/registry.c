@@ -47,6 +47,7 @@ box_free (struct ab_box_s *b)
 	if (b->pidfd >= 0)
 		close (b->pidfd);
 	free (b->dead_reason);
+	free (b->pool);
 	free (b->dir);
 	free (b->agent_sock);
 	free (b->state_path);

@@ -60,6 +60,7 @@ ab_daemon_config_free (struct ab_daemon_config_s *c)
 	free (c->state_dir);
 	free (c->listen);
 	free (c->token_file);
+	free (c->pool_file);
 }
 
 char *
@@ -441,7 +442,8 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 	    || (c->listen && (tfd = listen_tcp (c, err)) < 0))
 		return -1;
 	sfd = signals ();
-	if (ab_housekeeping_start (&d, err) < 0 || start_server (&d, &ufd, &tfd, err) < 0)
+	if (ab_housekeeping_start (&d, err) < 0 || ab_pools_start (&d, err) < 0
+	    || start_server (&d, &ufd, &tfd, err) < 0)
 		return -1;
 	ab_log (AB_LOG_INFO, "listening on %s (state in %s, %u sandboxes adopted)", c->socket_path,
 	        c->state_dir, d.n_boxes);

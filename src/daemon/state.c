@@ -25,6 +25,13 @@
 int
 ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)
 {
+	return ab_write_file_atomic_ex (path, data, len, true, err);
+}
+
+int
+ab_write_file_atomic_ex (const char *path, const char *data, size_t len, bool durable,
+                         ab_error_t *err)
+{
 	cleanup_free char *tmp = xasprintf ("%s.tmp", path);
 	cleanup_free char *dir = xstrdup (path);
 	cleanup_close int fd = -1, dfd = -1;
@@ -33,7 +40,7 @@ ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t
 	fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", tmp);
-	if (ab_write_all (fd, data, len) < 0 || fsync (fd) < 0) {
+	if (ab_write_all (fd, data, len) < 0 || (durable && fsync (fd) < 0)) {
 		int e = errno;
 		unlink (tmp);
 		return ab_error (err, e, AB_E_SYSTEM, "write %s", tmp);
@@ -43,6 +50,8 @@ ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t
 		unlink (tmp);
 		return ab_error (err, e, AB_E_SYSTEM, "rename %s", tmp);
 	}
+	if (!durable)
+		return 0;
 	if (slash)
 		*slash = '\0';
 	/* The rename is durable only once the directory is. */
@@ -116,6 +125,9 @@ ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	               spec_json (b, AB_SPEC_JSON_INTERNAL, true));
 	if (b->port_token[0])
 		json_object_set_new (j, "port_token", json_string (b->port_token));
+	if (b->pool)
+		json_object_set_new (
+		        j, "pool", json_pack ("{s:s, s:s}", "name", b->pool, "hash", b->pool_hash));
 	pthread_mutex_unlock (&d->lock);
 	return j;
 }
@@ -172,17 +184,32 @@ ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err)
 	b->monitor_pid = pid;
 	b->monitor_start = (uint64_t)start;
 	port_token_from_json (b, json_object_get (j, "port_token"));
+	{
+		const char *pool = NULL, *hash = "";
+		if (json_unpack (json_object_get (j, "pool"), "{s:s, s?s}", "name", &pool, "hash",
+		                 &hash)
+		    == 0) {
+			b->pool = xstrdup (pool);
+			snprintf (b->pool_hash, sizeof b->pool_hash, "%s", hash);
+		}
+	}
 	return 0;
 }
 
 int
 ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
+	return ab_box_save_ex (d, b, true, err);
+}
+
+int
+ab_box_save_ex (struct ab_daemon_s *d, struct ab_box_s *b, bool durable, ab_error_t *err)
+{
 	json_t *j = ab_box_state_json (d, b);
 	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
 
 	json_decref (j);
-	return ab_write_file_atomic (b->state_path, text, strlen (text), err);
+	return ab_write_file_atomic_ex (b->state_path, text, strlen (text), durable, err);
 }
 
 static json_t *
