@@ -73,6 +73,7 @@ struct ab_box_s {
 	 * pool spec it was made from (a changed spec makes it stale). */
 	char *pool;
 	char pool_hash[17];
+	bool pool_ready; /* its creator (or adoption) is done with it; under the lock */
 };
 
 /* --- credentials.c --- */

@@ -373,6 +373,11 @@ ab_box_create_in (struct ab_daemon_s *d, const json_t *req, const char *pool, co
 		return -1;
 	}
 	ab_housekeeping_watch (d, b);
+	/* Only now may a claim or the replenisher take a pool's entry: its
+	 * state file is written (two writers of it would race). */
+	pthread_mutex_lock (&d->lock);
+	b->pool_ready = b->pool != NULL;
+	pthread_mutex_unlock (&d->lock);
 	ab_metrics_observe (AB_M_CREATE, ab_mono_us () - t0);
 	ab_metrics_inc ("sandboxes_created");
 	*out = b;
@@ -506,6 +511,8 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		ab_box_unref (d, b);
 		return;
 	}
+	/* Adoption runs before the API and the pools start: nobody claims yet. */
+	b->pool_ready = b->pool != NULL;
 	if (b->state == AB_BOX_DEAD) {
 		ab_box_unref (d, b);
 		return;

@@ -101,8 +101,8 @@ pick (struct ab_daemon_s *d, const char *name)
 	pool = ab_pool_find (d->pools, name);
 	pthread_mutex_lock (&d->lock);
 	for (struct ab_box_s *b = d->boxes; pool && b; b = b->next)
-		if (b->pool && b->state == AB_BOX_RUNNING && strcmp (b->pool, name) == 0
-		    && strcmp (b->pool_hash, pool->hash) == 0
+		if (b->pool && b->pool_ready && b->state == AB_BOX_RUNNING
+		    && strcmp (b->pool, name) == 0 && strcmp (b->pool_hash, pool->hash) == 0
 		    && (!best || b->created_ms < best->created_ms))
 			best = b;
 	if (best) {

@@ -177,8 +177,8 @@ count_ready (struct ab_daemon_s *d, const struct ab_pool_s *pool)
 {
 	unsigned n = 0;
 	for (struct ab_box_s *b = d->boxes; b; b = b->next)
-		n += b->pool && b->state == AB_BOX_RUNNING && strcmp (b->pool, pool->name) == 0
-		     && strcmp (b->pool_hash, pool->hash) == 0;
+		n += b->pool && b->pool_ready && b->state == AB_BOX_RUNNING
+		     && strcmp (b->pool, pool->name) == 0 && strcmp (b->pool_hash, pool->hash) == 0;
 	return n;
 }
 
@@ -294,7 +294,8 @@ sweep (struct ab_daemon_s *d, const char *name)
 	for (size_t i = 0; i < n; i++) {
 		struct ab_box_s *b = v[i];
 		struct ab_pool_s *pool = b->pool ? ab_pool_find (d->pools, b->pool) : NULL;
-		if (!b->pool || b->state == AB_BOX_CREATING || b->state == AB_BOX_DELETING)
+		if (!b->pool || !b->pool_ready || b->state == AB_BOX_CREATING
+		    || b->state == AB_BOX_DELETING)
 			continue;
 		if (name && strcmp (b->pool, name) == 0)
 			why[i] = "pool removed";
@@ -335,7 +336,8 @@ take_oldest (struct ab_daemon_s *d, struct ab_pool_s *pool)
 
 	pthread_mutex_lock (&d->lock);
 	for (struct ab_box_s *b = d->boxes; b; b = b->next)
-		if (b->pool && b->state == AB_BOX_RUNNING && strcmp (b->pool, pool->name) == 0
+		if (b->pool && b->pool_ready && b->state == AB_BOX_RUNNING
+		    && strcmp (b->pool, pool->name) == 0
 		    && (!best || b->created_ms < best->created_ms))
 			best = b;
 	if (best) {
@@ -363,11 +365,16 @@ enforce_bounds (struct ab_daemon_s *d, struct ab_pool_s *pool)
 		pthread_mutex_lock (&d->lock);
 		ready = count_ready (d, pool);
 		pthread_mutex_unlock (&d->lock);
+		size_t k = 0;
 		for (size_t i = 0; pool->disk_limit && i < n; i++)
-			if (v[i]->pool && strcmp (v[i]->pool, pool->name) == 0)
+			if (v[i]->pool && strcmp (v[i]->pool, pool->name) == 0) {
 				used += disk_usage (v[i]->dir);
+				k++;
+			}
 		ab_registry_release (d, v, n);
 		pool->disk_bytes = used;
+		if (k)
+			pool->entry_bytes = used / k;
 		over = ready > pool->max_ready || (pool->disk_limit && used > pool->disk_limit);
 		if (!over)
 			return;
@@ -450,9 +457,17 @@ round_once (struct ab_daemon_s *d)
 		pthread_mutex_lock (&d->lock);
 		ready = count_ready (d, pool);
 		pthread_mutex_unlock (&d->lock);
-		if (ready + pool->starting >= pool->min_ready || ab_mono_ms () < pool->next_try_ms
-		    || (pool->disk_limit && pool->disk_bytes >= pool->disk_limit))
+		if (ready + pool->starting >= pool->min_ready || ab_mono_ms () < pool->next_try_ms)
 			continue;
+		/* Never start what the limit would evict at once: no spin. */
+		if (pool->disk_limit && pool->disk_bytes + pool->entry_bytes > pool->disk_limit) {
+			if (!ready && !pool->last_error)
+				pool->last_error = xasprintf (
+				        "disk_limit %llu bytes is less than one entry (%llu bytes)",
+				        (unsigned long long)pool->disk_limit,
+				        (unsigned long long)pool->entry_bytes);
+			continue;
+		}
 		start_entry (d, pool);
 		started = true;
 		break; /* the list may have changed while the lock was dropped */

@@ -26,6 +26,7 @@ struct ab_pool_s {
 	uint64_t backoff_ms;
 	uint64_t next_try_ms; /* monotonic */
 	uint64_t disk_bytes;  /* last measured */
+	uint64_t entry_bytes; /* one entry's disk use, last measured */
 	bool deleted;
 	uint64_t lat_buckets[AB_POOL_N_BOUNDS + 1], lat_count, lat_sum_us;
 };

@@ -249,3 +249,18 @@ entry_ids() {
 	run exec_wait "$(echo "$j" | jq -r .id)" '["sh", "-c", "echo $G"]'
 	[ "$(echo "$output" | jq -r .stdout)" = v ]
 }
+
+@test "pools: a disk limit below one entry's size evicts it and does not spin" {
+	api /v1/pools -d '{"name": "small", "min_ready": 2, "max_ready": 2, "disk_limit": 1}' >/dev/null
+	for ((i = 0; i < 300; i++)); do
+		[[ "$(api /v1/pools/small | jq -r .last_error)" == *disk_limit* ]] && break
+		sleep 0.1
+	done
+	[[ "$(api /v1/pools/small | jq -r .last_error)" == *disk_limit* ]]
+	created() { api /v1/metrics | awk '$1 == "agentbox_sandboxes_created_total" { print $2 }'; }
+	n="$(created)"
+	sleep 2
+	[ "$(created)" = "$n" ]
+	[ "$(api /v1/pools/small | jq .ready)" = 0 ]
+	[ -z "$(ls "$STATE/sandboxes")" ]
+}
