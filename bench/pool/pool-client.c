@@ -47,7 +47,8 @@ exec_true (int fd, const char *id)
 {
 	char path[128];
 	snprintf (path, sizeof path, "/v1/sandboxes/%s/exec", id);
-	if (call (fd, "POST", path, "{\"cmd\": [\"true\"], \"wait\": true}", out, sizeof out) != 200) {
+	if (call (fd, "POST", path, "{\"cmd\": [\"true\"], \"wait\": true}", out, sizeof out)
+	    != 200) {
 		fprintf (stderr, "exec: %s\n", out);
 		exit (1);
 	}
