@@ -18,6 +18,13 @@
 int
 ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err)
 {
+	return ab_write_file_atomic_ex (path, data, len, true, err);
+}
+
+int
+ab_write_file_atomic_ex (const char *path, const char *data, size_t len, bool durable,
+                         ab_error_t *err)
+{
 	cleanup_free char *tmp = xasprintf ("%s.tmp", path);
 	cleanup_free char *dir = xstrdup (path);
 	cleanup_close int fd = -1, dfd = -1;
@@ -26,7 +33,7 @@ ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t
 	fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", tmp);
-	if (ab_write_all (fd, data, len) < 0 || fsync (fd) < 0) {
+	if (ab_write_all (fd, data, len) < 0 || (durable && fsync (fd) < 0)) {
 		int e = errno;
 		unlink (tmp);
 		return ab_error (err, e, AB_E_SYSTEM, "write %s", tmp);
@@ -36,6 +43,8 @@ ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t
 		unlink (tmp);
 		return ab_error (err, e, AB_E_SYSTEM, "rename %s", tmp);
 	}
+	if (!durable)
+		return 0;
 	if (slash)
 		*slash = '\0';
 	/* The rename is durable only once the directory is. */

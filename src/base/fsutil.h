@@ -2,6 +2,7 @@
 #ifndef AB_BASE_FSUTIL_H
 #define AB_BASE_FSUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -9,6 +10,10 @@
 /* path.tmp, fsync, rename over path, fsync of the directory: a reader
  * sees the old or the new content, never a torn one. */
 int ab_write_file_atomic (const char *path, const char *data, size_t len, ab_error_t *err);
+/* durable false: atomic against a crash of the process (the rename), not
+ * of the host (no fsync); for what a host crash makes moot anyway. */
+int ab_write_file_atomic_ex (const char *path, const char *data, size_t len, bool durable,
+                             ab_error_t *err);
 /* rm -rf that never follows a symlink nor crosses a mount; 0 if absent. */
 int ab_rm_rf (const char *path);
 

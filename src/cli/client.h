@@ -28,6 +28,14 @@ int ab_cmd_fork (int argc, char **argv);
 /* create's --from-snapshot N and --auto-resume at argv[*i] into req: 1
  * when taken (*i moved past a value), 0 when not one of them, -1 with err. */
 int ab_cli_take_snapshot_option (int *argc, char **argv, int *i, json_t *req, ab_error_t *err);
+int ab_cmd_pool (int argc, char **argv);
+
+/* cmd-create.c: a POST /v1/sandboxes body from create's options. */
+json_t *ab_create_request (int argc, char **argv, bool *as_json, ab_error_t *err);
+/* cmd-pool.c: `create --pool NAME` / `run --pool NAME -- CMD` (run: claim,
+ * exec, delete; the command's exit code). */
+bool ab_pool_wanted (int argc, char **argv);
+int ab_pool_claim_cli (const char *host, int argc, char **argv, bool run);
 
 struct ab_client_s {
 	char *socket_path;

@@ -64,8 +64,8 @@ take_daemon_options (int *argc, char **argv, json_t *req, bool *as_json, ab_erro
 	return 0;
 }
 
-static json_t *
-request_from_args (int argc, char **argv, bool *as_json, ab_error_t *err)
+json_t *
+ab_create_request (int argc, char **argv, bool *as_json, ab_error_t *err)
 {
 	cleanup_free char **args = xcalloc ((size_t)argc + 2, sizeof *args);
 	struct ab_spec_s spec;
@@ -126,7 +126,11 @@ ab_cmd_create (int argc, char **argv)
 	const char *host = ab_client_take_host (&argc, argv);
 	ab_error_t err = AB_ERROR_INIT;
 	bool as_json = false;
-	json_t *req = request_from_args (argc, argv, &as_json, &err), *resp;
+	json_t *req, *resp;
+
+	if (ab_pool_wanted (argc, argv))
+		return ab_pool_claim_cli (host, argc, argv, false);
+	req = ab_create_request (argc, argv, &as_json, &err);
 
 	if (!req) {
 		ab_cli_report (&err);

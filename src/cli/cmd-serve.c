@@ -32,6 +32,7 @@ enum {
 	OPT_E2B_GENERATE_KEY,
 	OPT_E2B_DOMAIN,
 	OPT_E2B_TEMPLATE,
+	OPT_POOL_FILE,
 };
 
 static const struct option serve_options[] = {
@@ -52,6 +53,7 @@ static const struct option serve_options[] = {
 	{ "e2b-generate-key", no_argument, NULL, OPT_E2B_GENERATE_KEY },
 	{ "e2b-domain", required_argument, NULL, OPT_E2B_DOMAIN },
 	{ "e2b-template", required_argument, NULL, OPT_E2B_TEMPLATE },
+	{ "pool-file", required_argument, NULL, OPT_POOL_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -76,7 +78,10 @@ static const char serve_usage[] =
         "  --e2b-api-key-file FILE  its API key (e2b_ + at least 32 hex digits)\n"
         "  --e2b-generate-key     write a new key to that file if it does not exist\n"
         "  --e2b-domain DOMAIN    domain of previews, <port>-<id>.DOMAIN (localhost)\n"
-        "  --e2b-template NAME=SPEC.json | DIR  a template: a sandbox spec (repeatable)\n";
+        "  --e2b-template NAME=SPEC.json | DIR  a template: a sandbox spec (repeatable)\n"
+
+        "  --pool-file FILE       warm pools to keep ({\"pools\": [{name, spec, min_ready, "
+        "max_ready}]}, docs/pools.md)\n";
 
 static int
 count (const char *arg, const char *what, unsigned *out, ab_error_t *err)
@@ -132,6 +137,10 @@ apply (struct ab_daemon_config_s *c, int opt, const char *arg, ab_error_t *err)
 		c->e2b_domain = xstrdup (arg);
 		return 0;
 	case OPT_E2B_TEMPLATE: ab_strv_push (&c->e2b_templates, arg); return 0;
+	case OPT_POOL_FILE:
+		free (c->pool_file);
+		c->pool_file = xstrdup (arg);
+		return 0;
 	case OPT_MAX_SANDBOXES: return count (arg, "--max-sandboxes", &c->max_sandboxes, err);
 	case OPT_MAX_EXECS: return count (arg, "--max-execs", &c->max_execs, err);
 	case OPT_MAX_CONNECTIONS: return count (arg, "--max-connections", &c->max_connections, err);

@@ -59,6 +59,7 @@ static const struct {
 	{ "resume", ab_cmd_resume },
 	{ "snapshot", ab_cmd_snapshot },
 	{ "fork", ab_cmd_fork },
+	{ "pool", ab_cmd_pool },
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },

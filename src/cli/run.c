@@ -21,6 +21,7 @@
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "image/image.h"
+#include "cli/client.h"
 #include "policy/egress-policy.h"
 #include "cli/run-credentials.h"
 #include "session/cred-relay.h"
@@ -391,6 +392,9 @@ ab_cmd_run (int argc, char **argv)
 	ab_error_t err = AB_ERROR_INIT;
 	int code;
 
+	/* --pool: through the daemon, from a warm pool (cli/cmd-pool.c). */
+	if (ab_pool_wanted (argc, argv))
+		return ab_pool_claim_cli (ab_client_take_host (&argc, argv), argc, argv, true);
 	ab_spec_init (&spec);
 	if (ab_run_parse_options (argc, argv, &spec, &err) < 0) {
 		ab_cli_report (&err);

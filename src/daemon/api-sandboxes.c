@@ -17,6 +17,15 @@ ab_api_box (struct ab_req_s *r, bool need_running)
 		ab_resp_error (r, &err);
 		return NULL;
 	}
+	/* A pool's ready entry is nobody's until claimed. */
+	pthread_mutex_lock (&r->d->lock);
+	bool pooled = b->pool != NULL;
+	pthread_mutex_unlock (&r->d->lock);
+	if (pooled) {
+		ab_resp_fail (r, 404, "not_found", "no sandbox %s", r->params[0]);
+		ab_box_unref (r->d, b);
+		return NULL;
+	}
 	s = ab_box_get_state (r->d, b);
 	if (need_running && s == AB_BOX_RUNNING && ab_api_unpaused (r, b) < 0) {
 		ab_box_unref (r->d, b);
@@ -67,6 +76,11 @@ ab_api_sandbox_create (struct ab_req_s *r)
 		ab_resp_error (r, &err);
 		return;
 	}
+	if (json_is_object (req) && json_object_get (req, "pool")) {
+		ab_api_pool_claim (r, req);
+		json_decref (req);
+		return;
+	}
 	if (ab_box_create (r->d, req, &b, &err) < 0)
 		ab_resp_error (r, &err);
 	else {
@@ -110,7 +124,7 @@ ab_api_sandbox_list (struct ab_req_s *r)
 	arr = json_array ();
 	v = ab_registry_all (r->d, &n);
 	for (size_t i = 0; i < n; i++)
-		if (ab_box_get_state (r->d, v[i]) != AB_BOX_CREATING
+		if (ab_box_get_state (r->d, v[i]) != AB_BOX_CREATING && !v[i]->pool
 		    && labels_match (v[i]->labels, filters))
 			json_array_append_new (arr, ab_box_json (r->d, v[i]));
 	ab_registry_release (r->d, v, n);

@@ -10,7 +10,8 @@
  *   spawn.c       `agentbox __create-sandbox`: the single-threaded spawner
  *   housekeeping.c  monitor deaths (pidfds) and TTL expiry
  *   api-*.c       the handlers
- *   metrics.c     Prometheus counters and histograms */
+ *   metrics.c     Prometheus counters and histograms
+ *   pool*.c       warm pools: definitions, the replenisher, claims (docs/pools.md) */
 #ifndef AB_DAEMON_DAEMON_INTERNAL_H
 #define AB_DAEMON_DAEMON_INTERNAL_H
 
@@ -18,6 +19,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "base/clock.h"
@@ -73,6 +75,12 @@ struct ab_box_s {
 	bool auto_resume;    /* exec and file calls resume a paused sandbox */
 	int64_t paused_ms;   /* Unix ms of the pause: the TTL clock stops meanwhile */
 	char *from_snapshot; /* the snapshot it was created from, or NULL */
+	/* A warm pool's ready entry (pool.c): the pool's name until claimed,
+	 * then NULL for good; under the daemon lock.  pool_hash names the
+	 * pool spec it was made from (a changed spec makes it stale). */
+	char *pool;
+	char pool_hash[17];
+	bool pool_ready; /* its creator (or adoption) is done with it; under the lock */
 };
 
 /* --- credentials.c --- */
@@ -100,7 +108,8 @@ struct ab_daemon_s {
 	bool has_token;
 	uint8_t token_digest[32];
 	volatile int stopping;
-	struct ab_e2b_s *e2b; /* e2b-server.c: the E2B API, or NULL */
+	struct ab_e2b_s *e2b;     /* e2b-server.c: the E2B API, or NULL */
+	struct ab_pools_s *pools; /* pool.c */
 };
 
 /* --- registry.c --- */
@@ -128,12 +137,22 @@ int ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
 /* pause.c's and snapshot.c's keys of state.json: add / read them. */
 void ab_box_pause_state_save (const struct ab_box_s *b, json_t *j);
 void ab_box_pause_state_load (struct ab_box_s *b, const json_t *j);
+int ab_box_save_ex (struct ab_daemon_s *d, struct ab_box_s *b, bool durable, ab_error_t *err);
 /* The public view for the API. */
 json_t *ab_box_json (struct ab_daemon_s *d, struct ab_box_s *b);
 
 /* --- lifecycle.c --- */
 int ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out,
                    ab_error_t *err);
+/* A pool's entry (pool != NULL): started, its agent pinged, not configured. */
+int ab_box_create_in (struct ab_daemon_s *d, const json_t *req, const char *pool, const char *hash,
+                      struct ab_box_s **out, ab_error_t *err);
+/* The agent's one-time configuration (on conn, or a new connection when
+ * NULL) and the forwarded ports: at create, or at a pool entry's claim. */
+int ab_box_configure (struct ab_daemon_s *d, struct ab_box_s *b, ab_agent_conn_t *conn,
+                      ab_error_t *err);
+int ab_box_ping (struct ab_daemon_s *d, struct ab_box_s *b, int timeout_ms, ab_error_t *err);
+int ab_labels_check (const json_t *labels, ab_error_t *err);
 /* Without force, a sandbox with running processes is AB_E_CONFLICT. */
 int ab_box_destroy (struct ab_daemon_s *d, struct ab_box_s *b, bool force, ab_error_t *err);
 /* The monitor is gone (or the agent does not answer): clean up, keep the record. */
@@ -295,6 +314,15 @@ int ab_exec_stream_events (struct ab_req_s *r, ab_agent_conn_t *c, struct ab_age
 int ab_e2b_setup (struct ab_daemon_s *d, ab_error_t *err);
 /* One request on the E2B listener; target_ok: r->path and r->query are set. */
 void ab_e2b_serve (struct ab_req_s *r, bool target_ok);
+/* --- pool.c, pool-claim.c, pool-api.c (docs/pools.md) --- */
+int ab_pools_start (struct ab_daemon_s *d, ab_error_t *err);
+/* POST /v1/sandboxes with "pool": claim a ready entry (or a cold miss). */
+void ab_api_pool_claim (struct ab_req_s *r, json_t *req);
+void ab_api_pool_create (struct ab_req_s *r);
+void ab_api_pool_list (struct ab_req_s *r);
+void ab_api_pool_get (struct ab_req_s *r);
+void ab_api_pool_delete (struct ab_req_s *r);
+void ab_pool_metrics_render (struct ab_daemon_s *d, FILE *f);
 
 /* --- metrics.c --- */
 typedef enum {

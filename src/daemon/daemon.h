@@ -29,6 +29,7 @@ struct ab_daemon_config_s {
 	bool e2b_generate_key; /* write a new key to e2b_key_file if it does not exist */
 	char *e2b_domain;      /* of previews and envd hosts; NULL = "localhost" */
 	char **e2b_templates;  /* NAME=SPEC.json or directories of NAME.json; NULL-terminated */
+	char *pool_file;       /* warm pools declared at start (docs/pools.md) */
 };
 
 /* Defaults: /run/agentbox/agentbox.sock and /var/lib/agentbox for root,

@@ -132,8 +132,33 @@ ab_box_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	return c;
 }
 
-static int
-check_labels (const json_t *labels, ab_error_t *err)
+int
+ab_box_ping (struct ab_daemon_s *d, struct ab_box_s *b, int timeout_ms, ab_error_t *err)
+{
+	ab_agent_conn_t *c = ab_box_connect (d, b, err);
+	int r;
+
+	if (!c)
+		return -1;
+	ab_agent_set_timeout (c, timeout_ms);
+	r = ab_agent_ping (c, err);
+	ab_agent_close (c);
+	return r;
+}
+
+int
+ab_box_configure (struct ab_daemon_s *d, struct ab_box_s *b, ab_agent_conn_t *conn, ab_error_t *err)
+{
+	ab_agent_conn_t *c = conn ? conn : ab_box_connect (d, b, err);
+	int r = c ? ab_session_configure_agent (c, &b->spec, err) : -1;
+
+	if (!conn)
+		ab_agent_close (c);
+	return r == 0 ? ab_box_egress_start (b, err) : -1;
+}
+
+int
+ab_labels_check (const json_t *labels, ab_error_t *err)
 {
 	const char *k;
 	json_t *v;
@@ -193,7 +218,7 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	b->workspace_owned = !json_object_get (spec, "workspace");
 	if (ttl && !json_is_null (ttl) && ab_json_duration_ms (ttl, "ttl", &ttl_ms, err) < 0)
 		r = -1;
-	else if (labels && check_labels (labels, err) < 0)
+	else if (labels && ab_labels_check (labels, err) < 0)
 		r = -1;
 	else
 		r = ab_spec_from_json (spec, 0, &b->spec, err);
@@ -273,7 +298,6 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
 	struct ab_spawn_result_s res;
 	json_t *spec = spawn_spec (b);
-	ab_agent_conn_t *c;
 	int r;
 
 	r = ab_spawn_sandbox (b->id, spec, &res, err);
@@ -287,11 +311,9 @@ start_sandbox (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, b->id, err);
 	if (b->pidfd < 0)
 		return ab_error_wrap (err, "sandbox started but its monitor is gone");
-	c = ab_box_connect (d, b, err);
-	r = c ? ab_session_configure_agent (c, &b->spec, err) : -1;
-	ab_agent_close (c);
-	if (r == 0)
-		r = ab_box_egress_start (b, err);
+	/* A pool's entry only proves its agent answers: the configuration
+	 * is the claim's (daemon/pool-claim.c). */
+	r = b->pool ? ab_box_ping (d, b, ADOPT_PING_MS, err) : ab_box_configure (d, b, NULL, err);
 	if (r < 0) {
 		stop_monitor (b->pidfd, &(ab_error_t)AB_ERROR_INIT);
 		return ab_error_wrap (err, "configure the sandbox's agent");
@@ -340,6 +362,13 @@ undo_create (struct ab_daemon_s *d, struct ab_box_s *b)
 int
 ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, ab_error_t *err)
 {
+	return ab_box_create_in (d, req, NULL, NULL, out, err);
+}
+
+int
+ab_box_create_in (struct ab_daemon_s *d, const json_t *req, const char *pool, const char *hash,
+                  struct ab_box_s **out, ab_error_t *err)
+{
 	char id[AB_BOX_ID_LEN + 1];
 	struct ab_box_s *b;
 	uint64_t t0 = ab_mono_us ();
@@ -349,6 +378,10 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 	make_id (id);
 	b = ab_box_new (d, id);
 	b->state = AB_BOX_CREATING;
+	if (pool) {
+		b->pool = xstrdup (pool);
+		snprintf (b->pool_hash, sizeof b->pool_hash, "%s", hash);
+	}
 	ab_port_token_new (b->port_token);
 	if (parse_request (b, req, err) < 0 || check_spec (b, err) < 0
 	    || prepare_image (d, b, req, err) < 0 || ab_registry_add (d, b, err) < 0) {
@@ -396,6 +429,11 @@ ab_box_create (struct ab_daemon_s *d, const json_t *req, struct ab_box_s **out, 
 		return -1;
 	}
 	ab_housekeeping_watch (d, b);
+	/* Only now may a claim or the replenisher take a pool's entry: its
+	 * state file is written (two writers of it would race). */
+	pthread_mutex_lock (&d->lock);
+	b->pool_ready = b->pool != NULL;
+	pthread_mutex_unlock (&d->lock);
 	ab_metrics_observe (AB_M_CREATE, ab_mono_us () - t0);
 	ab_metrics_inc ("sandboxes_created");
 	*out = b;
@@ -540,6 +578,8 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		ab_box_unref (d, b);
 		return;
 	}
+	/* Adoption runs before the API and the pools start: nobody claims yet. */
+	b->pool_ready = b->pool != NULL;
 	if (b->state == AB_BOX_DEAD) {
 		ab_box_unref (d, b);
 		return;
@@ -557,7 +597,7 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		ab_agent_set_timeout (c, ADOPT_PING_MS);
 	if (!b->paused
 	    && (!c || ab_agent_ping (c, &err) < 0
-	        || ab_session_configure_agent (c, &b->spec, &err) < 0)) {
+	        || (!b->pool && ab_session_configure_agent (c, &b->spec, &err) < 0))) {
 		ab_agent_close (c);
 		cleanup_free char *why = xasprintf ("its agent does not answer: %s", err.msg);
 		ab_box_mark_dead (d, b, why);
@@ -565,7 +605,7 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 		return;
 	}
 	ab_agent_close (c);
-	if (ab_box_cred_load (b, &err) < 0 || ab_box_egress_start (b, &err) < 0)
+	if (!b->pool && (ab_box_cred_load (b, &err) < 0 || ab_box_egress_start (b, &err) < 0))
 		ab_log_error (AB_LOG_WARN, &err, "sandbox %s: forwarded ports", id);
 	ab_housekeeping_watch (d, b);
 	ab_box_unref (d, b);

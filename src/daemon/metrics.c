@@ -151,6 +151,7 @@ ab_metrics_render (struct ab_daemon_s *d)
 	}
 	for (int h = 0; h < AB_M_N_HIST; h++)
 		render_hist (f, (ab_metric_hist)h);
+	ab_pool_metrics_render (d, f);
 	fclose (f);
 	return text;
 }

@@ -48,6 +48,7 @@ box_free (struct ab_box_s *b)
 		close (b->pidfd);
 	free (b->dead_reason);
 	free (b->from_snapshot);
+	free (b->pool);
 	free (b->dir);
 	free (b->agent_sock);
 	free (b->state_path);

@@ -65,6 +65,7 @@ ab_daemon_config_free (struct ab_daemon_config_s *c)
 	free (c->e2b_key_file);
 	free (c->e2b_domain);
 	ab_cleanup_strvp (&c->e2b_templates);
+	free (c->pool_file);
 }
 
 char *
@@ -446,7 +447,8 @@ ab_daemon_run (const struct ab_daemon_config_s *c, ab_error_t *err)
 	        && (efd = listen_tcp (c, c->e2b_listen, "--e2b-listen", c->e2b_key_file, err)) < 0))
 		return -1;
 	sfd = signals ();
-	if (ab_housekeeping_start (&d, err) < 0 || start_server (&d, &ufd, &tfd, &efd, err) < 0)
+	if (ab_housekeeping_start (&d, err) < 0 || ab_pools_start (&d, err) < 0
+	    || start_server (&d, &ufd, &tfd, &efd, err) < 0)
 		return -1;
 	ab_log (AB_LOG_INFO, "listening on %s (state in %s, %u sandboxes adopted)", c->socket_path,
 	        c->state_dir, d.n_boxes);

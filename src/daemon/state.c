@@ -70,6 +70,9 @@ ab_box_state_json (struct ab_daemon_s *d, struct ab_box_s *b)
 	if (b->port_token[0])
 		json_object_set_new (j, "port_token", json_string (b->port_token));
 	ab_box_pause_state_save (b, j);
+	if (b->pool)
+		json_object_set_new (
+		        j, "pool", json_pack ("{s:s, s:s}", "name", b->pool, "hash", b->pool_hash));
 	pthread_mutex_unlock (&d->lock);
 	return j;
 }
@@ -127,17 +130,32 @@ ab_box_from_state_json (struct ab_box_s *b, const json_t *j, ab_error_t *err)
 	b->monitor_start = (uint64_t)start;
 	port_token_from_json (b, json_object_get (j, "port_token"));
 	ab_box_pause_state_load (b, j);
+	{
+		const char *pool = NULL, *hash = "";
+		if (json_unpack (json_object_get (j, "pool"), "{s:s, s?s}", "name", &pool, "hash",
+		                 &hash)
+		    == 0) {
+			b->pool = xstrdup (pool);
+			snprintf (b->pool_hash, sizeof b->pool_hash, "%s", hash);
+		}
+	}
 	return 0;
 }
 
 int
 ab_box_save (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
+	return ab_box_save_ex (d, b, true, err);
+}
+
+int
+ab_box_save_ex (struct ab_daemon_s *d, struct ab_box_s *b, bool durable, ab_error_t *err)
+{
 	json_t *j = ab_box_state_json (d, b);
 	cleanup_free char *text = json_dumps (j, JSON_COMPACT);
 
 	json_decref (j);
-	return ab_write_file_atomic (b->state_path, text, strlen (text), err);
+	return ab_write_file_atomic_ex (b->state_path, text, strlen (text), durable, err);
 }
 
 static json_t *
