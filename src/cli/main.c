@@ -75,6 +75,7 @@ static const struct {
 	{ "egress-proxy", "t3-egress-proxy", ab_cmd_egress_proxy },
 	{ "credential-proxy", "t3-credential-proxy", ab_cmd_credential_proxy },
 	{ "preview-bridge", "t3-preview-bridge", ab_cmd_preview_bridge },
+	{ "oci", "agentbox-runc", ab_cmd_oci },
 };
 
 static const char *
