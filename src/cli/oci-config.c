@@ -287,8 +287,8 @@ parse_options (const json_t *opts, struct ab_oci_mount_s *m, ab_error_t *err)
 	return 0;
 }
 
-static int
-parse_mounts (const json_t *a, struct ab_oci_s *c, ab_error_t *err)
+int
+ab_oci_mounts_parse (const json_t *a, struct ab_oci_s *c, ab_error_t *err)
 {
 	size_t i;
 	json_t *v;
@@ -469,7 +469,7 @@ ab_oci_config_load (const char *bundle, struct ab_oci_s *c, ab_error_t *err)
 		return ab_error (err, 0, AB_E_INVALID, "config.json: process is missing");
 	if (ab_oci_process_parse (p, &c->proc, err) < 0
 	    || resolve_root (json_object_get (c->json, "root"), c, err) < 0
-	    || parse_mounts (json_object_get (c->json, "mounts"), c, err) < 0
+	    || ab_oci_mounts_parse (json_object_get (c->json, "mounts"), c, err) < 0
 	    || parse_linux (json_object_get (c->json, "linux"), c, err) < 0)
 		return -1;
 	c->hostname = dup_str (c->json, "hostname");

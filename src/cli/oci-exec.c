@@ -330,35 +330,37 @@ run_exec (struct exec_s *ex, const struct ab_oci_s *c, pid_t init, ab_error_t *e
 	return WIFEXITED (ws) ? WEXITSTATUS (ws) : 128 + WTERMSIG (ws);
 }
 
+/* The container's own config decides the process's defaults and
+ * Landlock's paths (its mounts). */
+static int
+exec_in (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st, struct exec_s *ex,
+         struct ab_oci_s *c, char **args, ab_error_t *err)
+{
+	if (strcmp (ab_oci_status (g, st), "running") != 0)
+		return ab_error (err, 0, AB_E_CONFLICT,
+		                 "cannot exec in a stopped or paused container");
+	c->json = json_incref (st->config);
+	c->bundle = xstrdup (st->bundle);
+	c->root_readonly =
+	        json_is_true (json_object_get (json_object_get (st->config, "root"), "readonly"));
+	if (ab_oci_process_parse (json_object_get (st->config, "process"), &c->proc, err) < 0
+	    || ab_oci_mounts_parse (json_object_get (st->config, "mounts"), c, err) < 0
+	    || exec_process (ex, c, args, err) < 0)
+		return -1;
+	return run_exec (ex, c, st->pid, err);
+}
+
 int
 ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
 {
 	struct exec_s ex = { 0 };
 	struct ab_oci_s c = { 0 };
 	struct ab_oci_state_s st;
-	char dir[PATH_MAX];
-	int at = parse_exec (&ex, argc, argv, err), rc = -1;
+	int at = parse_exec (&ex, argc, argv, err), rc;
 
-	if (at < 0)
+	if (at < 0 || ab_oci_state_load (g, argv[at], &st, err) < 0)
 		return -1;
-	if (ab_oci_state_load (g, argv[at], &st, err) < 0)
-		return -1;
-	if (strcmp (ab_oci_status (g, &st), "running") != 0) {
-		ab_error (err, 0, AB_E_CONFLICT, "cannot exec in a stopped or paused container");
-		goto out;
-	}
-	/* The container's own config: its mounts decide Landlock's paths. */
-	snprintf (dir, sizeof dir, "%s", st.bundle);
-	c.json = json_incref (st.config);
-	c.bundle = xstrdup (st.bundle);
-	c.root_readonly =
-	        json_is_true (json_object_get (json_object_get (st.config, "root"), "readonly"));
-	if (ab_oci_process_parse (json_object_get (st.config, "process"), &c.proc, err) < 0)
-		goto out;
-	if (exec_process (&ex, &c, argv + at + 1, err) < 0)
-		goto out;
-	rc = run_exec (&ex, &c, st.pid, err);
-out:
+	rc = exec_in (g, &st, &ex, &c, argv + at + 1, err);
 	ab_oci_process_free (&ex.proc);
 	ab_cleanup_strvp (&ex.env);
 	ab_oci_config_free (&c);

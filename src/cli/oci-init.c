@@ -274,6 +274,8 @@ build_root (struct ab_oci_init_s *in, int *root_out, ab_error_t *err)
 	    || mask_paths (root, c->masked, dev_fds[0], err) < 0
 	    || readonly_paths (root, c->readonly, err) < 0)
 		return -1;
+	for (size_t i = 0; i < AB_DEV_NODES; i++)
+		close (dev_fds[i]); /* init must not keep host device nodes open */
 	if (c->root_readonly && ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY, false, err) < 0)
 		return -1;
 	*root_out = steal_fd (&root);
@@ -336,9 +338,17 @@ setup (struct ab_oci_init_s *in, int *tty, ab_error_t *err)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
 	if (enter_root (root, err) < 0)
 		return -1;
-	if (in->console_fd >= 0
-	    && (*tty = ab_oci_console_make (in->console_fd, &in->c->proc, err)) < 0)
-		return -1;
+	if (in->console_fd >= 0) {
+		int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+		if ((*tty = ab_oci_console_make (in->console_fd, &in->c->proc, err)) < 0)
+			return -1;
+		/* With a terminal the caller's stdio is not the container's:
+		 * holding it would keep `run -d`'s caller waiting for EOF. */
+		for (int fd = 0; fd < 3 && null >= 0; fd++)
+			dup2 (null, fd);
+		if (null >= 0)
+			close (null);
+	}
 	return check_executable (&in->c->proc, err);
 }
 

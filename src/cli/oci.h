@@ -98,6 +98,7 @@ struct ab_oci_global_s {
 /* oci-config.c */
 int ab_oci_config_load (const char *bundle, struct ab_oci_s *c, ab_error_t *err);
 int ab_oci_process_parse (const json_t *p, struct ab_oci_process_s *proc, ab_error_t *err);
+int ab_oci_mounts_parse (const json_t *mounts, struct ab_oci_s *c, ab_error_t *err);
 void ab_oci_process_free (struct ab_oci_process_s *proc);
 void ab_oci_config_free (struct ab_oci_s *c);
 bool ab_oci_ns_new (const struct ab_oci_s *c, int type);

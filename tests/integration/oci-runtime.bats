@@ -44,6 +44,14 @@ teardown_file() {
 	fi
 }
 
+# A failed or timed-out test still stops the private dockerd it started.
+teardown() {
+	if [ -n "${DOCKERD_PID:-}${CONTAINERD_PID:-}" ]; then
+		load dockerd.bash
+		stop_dockerd
+	fi
+}
+
 pm() {
 	local d="$BATS_FILE_TMPDIR"
 	timeout 60 podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" \
@@ -287,7 +295,8 @@ sys.exit(p.wait())
 	load dockerd.bash
 	export DOCKERD_EXTRA_CONFIG=", \"runtimes\": {\"agentbox\": {\"path\": \"${DOCKER_RUNC_WRAP:-$RUNC_BIN}\"}}"
 	start_dockerd || skip "docker: $DOCKERD_WHY"
-	"$DOCKER" load -i <(pm save --format docker-archive localhost/busybox:latest 2>/dev/null) >/dev/null
+	pm save --format docker-archive -o "$BATS_TEST_TMPDIR/bb.tar" localhost/busybox:latest >/dev/null 2>&1
+	timeout 60 "$DOCKER" load -i "$BATS_TEST_TMPDIR/bb.tar" >/dev/null
 	run timeout 60 "$DOCKER" run --rm --runtime agentbox --network none localhost/busybox sh -c 'echo from-docker; exit 6'
 	stop_dockerd
 	echo "$output"
