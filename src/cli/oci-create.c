@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <pty.h>
 #include <sched.h>
 #include <signal.h>
@@ -40,6 +41,8 @@ struct create_s {
 	const struct ab_oci_global_s *g;
 	struct ab_oci_s c;
 	const char *id, *pid_file, *console;
+	bool run;
+	int pty_peer; /* run without --console-socket: where init sends the pty */
 	int preserve_fds;
 	bool detach;
 	char dir[PATH_MAX];
@@ -331,12 +334,20 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 	int sv[2];
 	char path[PATH_MAX + 16];
 
-	if (cr->c.proc.terminal && !cr->console)
-		return ab_error (
-		        err, 0, AB_E_INVALID,
-		        "process.terminal needs --console-socket (or run -d with a console)");
-	if (cr->c.proc.terminal && (console = ab_oci_console_connect (cr->console, err)) < 0)
+	if (cr->c.proc.terminal && !cr->console) {
+		int pair[2];
+		/* runc run, attached: the pty comes to us and we relay it. */
+		if (!cr->run || cr->detach)
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "process.terminal needs --console-socket");
+		if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
+		cr->pty_peer = pair[0];
+		console = pair[1];
+	} else if (cr->c.proc.terminal
+	           && (console = ab_oci_console_connect (cr->console, err)) < 0) {
 		return -1;
+	}
 	if ((dirfd = start_socket_path (cr->dir, path, sizeof path, err)) < 0
 	    || (listen = ab_unix_listen (path, 4, err)) < 0)
 		return -1;
@@ -498,6 +509,42 @@ mark_started (const struct ab_oci_global_s *g, const char *id)
 	ab_oci_state_free (&st);
 }
 
+/* Our stdio to and from the container's pty until its last user is gone
+ * (the master reads EIO once every slave is closed). */
+static void
+relay_pty (int peer)
+{
+	char buf[4096], tag;
+	size_t n_fds = 0;
+	int master = -1;
+
+	if (ab_recv_with_fds (peer, &tag, 1, &master, 1, &n_fds) < 0 || n_fds != 1)
+		return;
+	struct pollfd p[2] = { { 0, POLLIN, 0 }, { master, POLLIN, 0 } };
+	for (;;) {
+		ssize_t n;
+		if (poll (p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents) {
+			n = read (0, buf, sizeof buf);
+			if (n <= 0)
+				p[0].fd = -1;
+			else
+				ab_write_all (master, buf, (size_t)n);
+		}
+		if (p[1].revents) {
+			n = read (master, buf, sizeof buf);
+			if (n <= 0)
+				break;
+			ab_write_all (1, buf, (size_t)n);
+		}
+	}
+	close (master);
+}
+
 static pid_t forward_to;
 
 static void
@@ -520,6 +567,8 @@ run_attached (struct create_s *cr, ab_error_t *err)
 	for (int s = 1; s < 32; s++)
 		if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD)
 			sigaction (s, &sa, NULL);
+	if (cr->pty_peer >= 0)
+		relay_pty (cr->pty_peer);
 	while (waitpid (cr->pid, &ws, 0) < 0 && errno == EINTR)
 		;
 	(void)err;
@@ -533,7 +582,7 @@ int
 ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool run,
                    ab_error_t *err)
 {
-	struct create_s cr = { .g = g, .pid = -1 };
+	struct create_s cr = { .g = g, .pid = -1, .run = run, .pty_peer = -1 };
 	cleanup_close int sync = -1;
 	int rc = 0;
 
@@ -557,6 +606,8 @@ ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool 
 		rc = run_attached (&cr, err);
 	/* init keeps its cgroup's lock fd: the group stays ours while it lives. */
 	free (cr.cg);
+	if (cr.pty_peer >= 0)
+		close (cr.pty_peer);
 	ab_oci_config_free (&cr.c);
 	return rc;
 }

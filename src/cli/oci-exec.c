@@ -163,6 +163,8 @@ struct exec_s {
 	struct ab_oci_process_s proc;
 	const char *pid_file, *console, *process_file, *cwd, *user;
 	char **env;
+	gid_t *groups;
+	size_t n_groups;
 	bool detach, tty;
 	int preserve_fds;
 };
@@ -207,6 +209,9 @@ exec_process (struct exec_s *ex, const struct ab_oci_s *c, char **args, ab_error
 	p->uid = c->proc.uid;
 	p->gid = c->proc.gid;
 	p->terminal = ex->tty;
+	p->groups = ex->groups;
+	p->n_groups = ex->n_groups;
+	ex->groups = NULL;
 	return ex->user ? parse_user (ex->user, p, err) : 0;
 }
 
@@ -227,7 +232,7 @@ parse_exec (struct exec_s *ex, int argc, char **argv, ab_error_t *err)
 		{ "no-new-privs", no_argument, NULL, 'N' },
 		{ "apparmor", required_argument, NULL, 'n' },
 		{ "process-label", required_argument, NULL, 'n' },
-		{ "additional-gids", required_argument, NULL, 'n' },
+		{ "additional-gids", required_argument, NULL, 'G' },
 		{ "ignore-paused", no_argument, NULL, 'N' },
 		{ "cgroup", required_argument, NULL, 'n' },
 		{ "pidfd-socket", required_argument, NULL, 'n' },
@@ -244,6 +249,10 @@ parse_exec (struct exec_s *ex, int argc, char **argv, ab_error_t *err)
 		case 'w': ex->cwd = optarg; break;
 		case 'e': ab_strv_push (&ex->env, optarg); break;
 		case 'u': ex->user = optarg; break;
+		case 'G':
+			ex->groups = xrealloc (ex->groups, (ex->n_groups + 1) * sizeof *ex->groups);
+			ex->groups[ex->n_groups++] = (gid_t)strtoul (optarg, NULL, 10);
+			break;
 		case 't': ex->tty = true; break;
 		case 'd': ex->detach = true; break;
 		case 'f': ex->preserve_fds = atoi (optarg); break;
@@ -336,9 +345,11 @@ static int
 exec_in (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st, struct exec_s *ex,
          struct ab_oci_s *c, char **args, ab_error_t *err)
 {
-	if (strcmp (ab_oci_status (g, st), "running") != 0)
-		return ab_error (err, 0, AB_E_CONFLICT,
-		                 "cannot exec in a stopped or paused container");
+	const char *status = ab_oci_status (g, st);
+
+	/* runc also execs into a created container (its init waits). */
+	if (strcmp (status, "running") != 0 && strcmp (status, "created") != 0)
+		return ab_error (err, 0, AB_E_CONFLICT, "cannot exec in a %s container", status);
 	c->json = json_incref (st->config);
 	c->bundle = xstrdup (st->bundle);
 	c->root_readonly =

@@ -464,7 +464,9 @@ ab_cmd_oci (int argc, char **argv, const char *progname)
 		ab_log (AB_LOG_ERROR, "%s", err.msg);
 		if (g.log)
 			fprintf (stderr, "%s: %s\n", progname, err.msg);
-		return 1;
+		/* As runc: exec's own failures are 255, so they differ from the
+		 * process's statuses. */
+		return strcmp (argv[i], "exec") == 0 ? 255 : 1;
 	}
 	return rc;
 }
