@@ -174,7 +174,8 @@ cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *
 	if (!id)
 		return ab_error (err, 0, AB_E_INVALID, "delete: a container id is required");
 	if (ab_oci_state_load (g, id, &st, err) < 0) {
-		if (force && ab_error_code (err) != 0 && ab_oci_check_id (id, NULL) == 0) {
+		ab_error_t bad_id = AB_ERROR_INIT;
+		if (force && ab_oci_check_id (id, &bad_id) == 0) {
 			ab_error_clear (err);
 			return 0;
 		}
