@@ -114,7 +114,7 @@ ab_oci_signal_parse (const char *s, int *sig)
 		return -1;
 	n = strtol (s, &end, 10);
 	if (*end == '\0') {
-		if (n <= 0 || n >= NSIG)
+		if (n < 0 || n >= NSIG)
 			return -1;
 		*sig = (int)n;
 		return 0;
@@ -311,9 +311,17 @@ ab_oci_mounts_parse (const json_t *a, struct ab_oci_s *c, ab_error_t *err)
 		if (!m->type && !m->bind)
 			return ab_error (err, 0, AB_E_INVALID,
 			                 "config.json: mounts[%zu] has no type", i);
+		if (m->bind && m->source && m->source[0] != '/' && c->bundle) {
+			/* runc: a relative source is relative to the bundle */
+			char *abs = NULL;
+			if (asprintf (&abs, "%s/%s", c->bundle, m->source) < 0)
+				abort ();
+			free (m->source);
+			m->source = abs;
+		}
 		if (m->bind && (!m->source || m->source[0] != '/'))
 			return ab_error (err, 0, AB_E_INVALID,
-			                 "config.json: bind mount %s needs an absolute source",
+			                 "config.json: bind mount %s has no source",
 			                 m->destination);
 	}
 	return 0;

@@ -41,8 +41,8 @@ struct create_s {
 	const struct ab_oci_global_s *g;
 	struct ab_oci_s c;
 	const char *id, *pid_file, *console;
-	bool run;
-	int pty_peer; /* run without --console-socket: where init sends the pty */
+	bool run, keep; /* keep: run leaves the stopped container's state */
+	int pty_peer;   /* run without --console-socket: where init sends the pty */
 	int preserve_fds;
 	bool detach;
 	char dir[PATH_MAX];
@@ -428,7 +428,7 @@ parse_create (struct create_s *cr, int argc, char **argv, bool run, ab_error_t *
 		{ "detach", no_argument, NULL, 'd' },
 		{ "no-pivot", no_argument, NULL, 'n' },
 		{ "no-new-keyring", no_argument, NULL, 'n' },
-		{ "keep", no_argument, NULL, 'n' },
+		{ "keep", no_argument, NULL, 'k' },
 		{ "no-subreaper", no_argument, NULL, 'n' },
 		{ "pidfd-socket", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
@@ -444,6 +444,7 @@ parse_create (struct create_s *cr, int argc, char **argv, bool run, ab_error_t *
 		case 'c': cr->console = optarg; break;
 		case 'f': cr->preserve_fds = atoi (optarg); break;
 		case 'd': cr->detach = true; break;
+		case 'k': cr->keep = true; break;
 		case 'n': break;
 		default: return ab_error (err, 0, AB_E_INVALID, "bad option");
 		}
@@ -573,7 +574,8 @@ run_attached (struct create_s *cr, ab_error_t *err)
 		;
 	(void)err;
 	cr->pid = -1;
-	undo (cr);
+	if (!cr->keep)
+		undo (cr);
 	snprintf (path, sizeof path, "%s", cr->dir);
 	return WIFEXITED (ws) ? WEXITSTATUS (ws) : 128 + WTERMSIG (ws);
 }

@@ -165,7 +165,7 @@ struct exec_s {
 	char **env;
 	gid_t *groups;
 	size_t n_groups;
-	bool detach, tty;
+	bool detach, tty, ignore_paused;
 	int preserve_fds;
 };
 
@@ -233,7 +233,7 @@ parse_exec (struct exec_s *ex, int argc, char **argv, ab_error_t *err)
 		{ "apparmor", required_argument, NULL, 'n' },
 		{ "process-label", required_argument, NULL, 'n' },
 		{ "additional-gids", required_argument, NULL, 'G' },
-		{ "ignore-paused", no_argument, NULL, 'N' },
+		{ "ignore-paused", no_argument, NULL, 'I' },
 		{ "cgroup", required_argument, NULL, 'n' },
 		{ "pidfd-socket", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
@@ -249,6 +249,7 @@ parse_exec (struct exec_s *ex, int argc, char **argv, ab_error_t *err)
 		case 'w': ex->cwd = optarg; break;
 		case 'e': ab_strv_push (&ex->env, optarg); break;
 		case 'u': ex->user = optarg; break;
+		case 'I': ex->ignore_paused = true; break;
 		case 'G':
 			ex->groups = xrealloc (ex->groups, (ex->n_groups + 1) * sizeof *ex->groups);
 			ex->groups[ex->n_groups++] = (gid_t)strtoul (optarg, NULL, 10);
@@ -348,7 +349,8 @@ exec_in (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st, struc
 	const char *status = ab_oci_status (g, st);
 
 	/* runc also execs into a created container (its init waits). */
-	if (strcmp (status, "running") != 0 && strcmp (status, "created") != 0)
+	if (strcmp (status, "running") != 0 && strcmp (status, "created") != 0
+	    && !(ex->ignore_paused && strcmp (status, "paused") == 0))
 		return ab_error (err, 0, AB_E_CONFLICT, "cannot exec in a %s container", status);
 	c->json = json_incref (st->config);
 	c->bundle = xstrdup (st->bundle);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -200,6 +201,59 @@ cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *
 	return 0;
 }
 
+static bool
+has_pid (const pid_t *pids, size_t n, long pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* runc's table: the host's ps(1) with the given options (default -ef),
+ * its header, and only the rows of the container's processes. */
+static int
+ps_table (char **ps_args, const pid_t *pids, size_t n, ab_error_t *err)
+{
+	char *argv[64] = { (char *)"ps" }, line[4096];
+	size_t argc = 1;
+	int col = -1, p[2];
+	FILE *f;
+	pid_t child;
+
+	for (size_t i = 0; ps_args[i] && argc < 62; i++)
+		argv[argc++] = ps_args[i];
+	if (argc == 1)
+		argv[argc++] = (char *)"-ef";
+	if (pipe2 (p, O_CLOEXEC) < 0 || (child = fork ()) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "ps");
+	if (child == 0) {
+		dup2 (p[1], 1);
+		execvp ("ps", argv);
+		_exit (127);
+	}
+	close (p[1]);
+	f = fdopen (p[0], "r");
+	for (bool header = true; f && fgets (line, sizeof line, f); header = false) {
+		char copy[4096], *save = NULL, *tok;
+		int k = 0;
+		snprintf (copy, sizeof copy, "%s", line);
+		for (tok = strtok_r (copy, " \t\n", &save); tok;
+		     tok = strtok_r (NULL, " \t\n", &save), k++) {
+			if (header && strcmp (tok, "PID") == 0)
+				col = k;
+			if (!header && k == col)
+				break;
+		}
+		if (header || (tok && has_pid (pids, n, strtol (tok, NULL, 10))))
+			fputs (line, stdout);
+	}
+	if (f)
+		fclose (f);
+	waitpid (child, NULL, 0);
+	return col < 0 ? ab_error (err, 0, AB_E_SYSTEM, "ps: no PID column") : 0;
+}
+
 static int
 cmd_ps (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
 {
@@ -207,36 +261,34 @@ cmd_ps (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
 	const char *id = NULL;
 	bool json = false;
 	size_t n;
+	int i, r = 0;
 	pid_t *pids;
 
-	for (int i = 1; i < argc; i++) {
+	for (i = 1; i < argc && !id; i++) {
 		if (strcmp (argv[i], "--format") == 0 || strcmp (argv[i], "-f") == 0)
 			json = i + 1 < argc && strcmp (argv[++i], "json") == 0;
 		else if (strcmp (argv[i], "--format=json") == 0)
 			json = true;
-		else if (!id)
+		else if (strcmp (argv[i], "--") != 0)
 			id = argv[i];
 	}
+	if (i < argc && strcmp (argv[i], "--") == 0)
+		i++;
 	if (!id || ab_oci_state_load (g, id, &st, err) < 0)
 		return id ? -1 : ab_error (err, 0, AB_E_INVALID, "ps: a container id is required");
 	pids = ab_oci_alive (&st) ? ab_oci_pids (st.pid, &n) : (n = 0, xcalloc (1, sizeof *pids));
 	if (json) {
 		printf ("[");
-		for (size_t i = 0; i < n; i++)
-			printf ("%s%d", i ? "," : "", (int)pids[i]);
+		for (size_t k = 0; k < n; k++)
+			printf ("%s%d", k ? "," : "", (int)pids[k]);
 		printf ("]\n");
 	} else {
-		printf ("PID CMD\n");
-		for (size_t i = 0; i < n; i++) {
-			char buf[512];
-			const char *f = ab_proc_stat_fields (pids[i], buf, sizeof buf);
-			(void)f;
-			printf ("%d\n", (int)pids[i]);
-		}
+		fflush (stdout);
+		r = ps_table (argv + i, pids, n, err);
 	}
 	free (pids);
 	ab_oci_state_free (&st);
-	return 0;
+	return r;
 }
 
 /* pause/resume: every task of the container stopped (SIGSTOP from
