@@ -1,6 +1,6 @@
 /* Unit tests for agentbox-runc's config.json reader (cli/oci-config.c):
  * signals by name and number, container ids, mount options split into
- * flags and data, namespaces, refused id maps and rootfs symlinks. */
+ * flags and data (0 is "is it alive"), namespaces, refused id maps and rootfs symlinks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,8 +26,8 @@ test_signals (void **state)
 		const char *in;
 		int sig;
 	} ok[] = { { "9", SIGKILL },    { "KILL", SIGKILL },      { "SIGTERM", SIGTERM },
-		   { "term", SIGTERM }, { "SIGWINCH", SIGWINCH }, { "15", 15 } };
-	static const char *const bad[] = { "", "0", "-1", "65", "SIGNOPE", "9x" };
+		   { "term", SIGTERM }, { "SIGWINCH", SIGWINCH }, { "15", 15 }, { "0", 0 } };
+	static const char *const bad[] = { "", "-1", "65", "SIGNOPE", "9x" };
 	int sig;
 
 	(void)state;
