@@ -24,6 +24,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "base/xalloc.h"
 #include "isolate/mountfd.h"
 #include "isolate/sandbox-fs.h"
 
@@ -97,16 +98,20 @@ apply_propagation (int mfd, const struct ab_oci_mount_s *m)
 /* One config mount, at its destination beneath root (no symlink followed:
  * a destination through a symlink is refused, CVE-2021-30465). */
 static int
-one_mount (int root, const struct ab_oci_mount_s *m, int bind_fd, ab_error_t *err)
+one_mount (int root, const struct ab_oci_mount_s *m, int bind_fd, int *ro_later, ab_error_t *err)
 {
 	cleanup_close int mfd = bind_fd, target = -1;
+	struct ab_oci_mount_s rw = *m;
 	const char *dst = m->destination + strspn (m->destination, "/");
 	struct stat st;
 	bool file = false;
 
 	if (!*dst)
 		return ab_error (err, 0, AB_E_INVALID, "mount onto / refused");
-	if (mfd < 0 && (mfd = fresh_mount (m, err)) < 0)
+	/* A read-only filesystem is made read-only after the mounts below it
+	 * (a read-only /dev still gets /dev/pts), as runc does. */
+	rw.attr &= ~(uint64_t)MOUNT_ATTR_RDONLY;
+	if (mfd < 0 && (mfd = fresh_mount (&rw, err)) < 0)
 		return ab_error_wrap (err, "mount %s (%s)", m->destination, m->type);
 	if (m->bind && fstat (mfd, &st) == 0)
 		file = !S_ISDIR (st.st_mode);
@@ -114,7 +119,26 @@ one_mount (int root, const struct ab_oci_mount_s *m, int bind_fd, ab_error_t *er
 	if (target < 0)
 		return ab_error_wrap (err, "mount destination %s", m->destination);
 	apply_propagation (mfd, m);
-	return ab_mount_attach (mfd, target, m->destination, err);
+	if (ab_mount_attach (mfd, target, m->destination, err) < 0)
+		return -1;
+	if (!m->bind && (m->attr & MOUNT_ATTR_RDONLY))
+		*ro_later = steal_fd (&mfd);
+	return 0;
+}
+
+static int
+make_read_only (int *fds, size_t n, ab_error_t *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			if (r == 0
+			    && ab_mount_setattr_fd (fds[i], MOUNT_ATTR_RDONLY, false, err) < 0)
+				r = -1;
+			close (fds[i]);
+		}
+	return r;
 }
 
 static int
@@ -262,9 +286,12 @@ build_root (struct ab_oci_init_s *in, int *root_out, ab_error_t *err)
 		return ab_error (err, errno, AB_E_SYSTEM, "make the rootfs private");
 	if ((root = open (STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open the rootfs");
+	cleanup_free int *ro_later = xcalloc (c->n_mounts + 1, sizeof *ro_later);
 	for (size_t i = 0; i < c->n_mounts; i++) {
 		int fd = c->mounts[i].bind ? recv_fd (in->sync_fd, err) : -1;
-		if ((c->mounts[i].bind && fd < 0) || one_mount (root, &c->mounts[i], fd, err) < 0)
+		ro_later[i] = -1;
+		if ((c->mounts[i].bind && fd < 0)
+		    || one_mount (root, &c->mounts[i], fd, &ro_later[i], err) < 0)
 			return -1;
 	}
 	if (dev_nodes (root, dev_fds, has_mount (c, "/dev"), err) < 0
@@ -276,6 +303,8 @@ build_root (struct ab_oci_init_s *in, int *root_out, ab_error_t *err)
 		return -1;
 	for (size_t i = 0; i < AB_DEV_NODES; i++)
 		close (dev_fds[i]); /* init must not keep host device nodes open */
+	if (make_read_only (ro_later, c->n_mounts, err) < 0)
+		return -1;
 	if (c->root_readonly && ab_mount_setattr_fd (root, MOUNT_ATTR_RDONLY, false, err) < 0)
 		return -1;
 	*root_out = steal_fd (&root);
