@@ -341,7 +341,7 @@ ab_oci_cgroup_remove (const json_t *dirs)
 		 * the last task may take a moment to leave. */
 		if (!d || strncmp (d, "/sys/fs/cgroup/", 15) != 0 || !strstr (d, "/agentbox-"))
 			continue;
-		for (int t = 0; t < 100 && rmdir (d) < 0 && errno == EBUSY; t++)
+		for (int t = 0; t < 300 && rmdir (d) < 0 && errno == EBUSY; t++)
 			poll (NULL, 0, 10);
 	}
 }
