@@ -512,8 +512,8 @@ mark_started (const struct ab_oci_global_s *g, const char *id)
 
 /* Our stdio to and from the container's pty until its last user is gone
  * (the master reads EIO once every slave is closed). */
-static void
-relay_pty (int peer)
+void
+ab_oci_relay_pty (int peer)
 {
 	char buf[4096], tag;
 	size_t n_fds = 0;
@@ -569,7 +569,7 @@ run_attached (struct create_s *cr, ab_error_t *err)
 		if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD)
 			sigaction (s, &sa, NULL);
 	if (cr->pty_peer >= 0)
-		relay_pty (cr->pty_peer);
+		ab_oci_relay_pty (cr->pty_peer);
 	while (waitpid (cr->pid, &ws, 0) < 0 && errno == EINTR)
 		;
 	(void)err;

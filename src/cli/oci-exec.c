@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -208,6 +209,8 @@ exec_process (struct exec_s *ex, const struct ab_oci_s *c, char **args, ab_error
 	p->cwd = xstrdup (ex->cwd ? ex->cwd : c->proc.cwd);
 	p->uid = c->proc.uid;
 	p->gid = c->proc.gid;
+	p->umask = c->proc.umask;
+	p->has_umask = c->proc.has_umask;
 	p->terminal = ex->tty;
 	p->groups = ex->groups;
 	p->n_groups = ex->n_groups;
@@ -301,17 +304,25 @@ joiner (struct exec_s *ex, const struct ab_oci_s *c, const int ns[6], int consol
 static int
 run_exec (struct exec_s *ex, const struct ab_oci_s *c, pid_t init, ab_error_t *err)
 {
-	cleanup_close int console = -1;
+	cleanup_close int console = -1, peer = -1;
 	int ns[6], rep[2], ws = 0;
 	pid_t j, pid = -1;
 
+	if (ex->proc.terminal && !ex->console) {
+		/* Attached without a console socket: the pty comes to us. */
+		int pair[2];
+		if (ex->detach)
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "exec -d --tty needs --console-socket");
+		if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
+		peer = pair[0];
+		console = pair[1];
+	} else if (ex->proc.terminal && (console = ab_oci_console_connect (ex->console, err)) < 0) {
+		return -1;
+	}
 	if (open_ns (init, ns, err) < 0)
 		return -1;
-	if (ex->proc.terminal
-	    && (!ex->console || (console = ab_oci_console_connect (ex->console, err)) < 0))
-		return ex->console ? -1
-		                   : ab_error (err, 0, AB_E_INVALID,
-		                               "exec --tty needs --console-socket");
 	if (pipe2 (rep, O_CLOEXEC) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
 	prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -335,6 +346,11 @@ run_exec (struct exec_s *ex, const struct ab_oci_s *c, pid_t init, ab_error_t *e
 		return -1;
 	if (ex->detach)
 		return 0;
+	if (peer >= 0) {
+		close (console);
+		console = -1;
+		ab_oci_relay_pty (peer);
+	}
 	while (waitpid (pid, &ws, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED (ws) ? WEXITSTATUS (ws) : 128 + WTERMSIG (ws);

@@ -146,6 +146,9 @@ int ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, b
 int ab_oci_cmd_start (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err);
 /* Connect to --console-socket (before any namespace is entered). */
 int ab_oci_console_connect (const char *path, ab_error_t *err);
+/* Receive a pty master on peer, relay our stdin/stdout to it until the
+ * container's side closes (run and exec attached without a console). */
+void ab_oci_relay_pty (int peer);
 /* In the container: a new pty; the master goes to console_fd, the slave
  * is returned. */
 int ab_oci_console_make (int console_fd, const struct ab_oci_process_s *p, ab_error_t *err);
