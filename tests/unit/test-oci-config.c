@@ -26,7 +26,8 @@ test_signals (void **state)
 		const char *in;
 		int sig;
 	} ok[] = { { "9", SIGKILL },    { "KILL", SIGKILL },      { "SIGTERM", SIGTERM },
-		   { "term", SIGTERM }, { "SIGWINCH", SIGWINCH }, { "15", 15 }, { "0", 0 } };
+		   { "term", SIGTERM }, { "SIGWINCH", SIGWINCH }, { "15", 15 },
+		   { "0", 0 } };
 	static const char *const bad[] = { "", "-1", "65", "SIGNOPE", "9x" };
 	int sig;
 
