@@ -65,6 +65,9 @@ $(2)/libab-%.a:
 $(foreach l,$(HOST_LAYERS),$(2)/libab-$(l).a: $(patsubst %.c,$(1)/%.o,$(filter-out $(PROGRAM_MAINS),$(wildcard src/$(l)/*.c)))
 )
 endef
+# agentbox-runc (cli/oci-exec.c) confines container processes with the
+# agent's own confinement steps: one home for them, linked into the host too.
+$(BUILD)/lib/libab-cli.a: $(BUILD)/obj/src/agent/confine.o
 HOST_ARCHIVES := $(foreach l,$(HOST_LAYERS),$(BUILD)/lib/libab-$(l).a)
 $(eval $(call layer_archives,$(BUILD)/obj,$(BUILD)/lib))
 

@@ -25,6 +25,10 @@ int ab_cmd_credential_proxy (int argc, char **argv, const char *progname);
  * and messages. */
 int ab_cmd_preview_bridge (int argc, char **argv, const char *progname);
 
+/* `agentbox oci ...` / `agentbox-runc ...`: an OCI runtime with runc's
+ * command line (cli/oci.h, docs/oci-runtime.md). */
+int ab_cmd_oci (int argc, char **argv, const char *progname);
+
 /* Parse `run` options into spec (argv[optind..] is the command). */
 int ab_run_parse_options (int argc, char **argv, struct ab_spec_s *spec, ab_error_t *err);
 

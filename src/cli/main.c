@@ -66,6 +66,12 @@ static const struct {
 	{ "image", ab_cmd_image },
 };
 
+/* The OCI runtime, also as the multi-call name engines are given
+ * (docs/oci-runtime.md); not in the static sidecar binary. */
+static const struct ab_cli_service_s runtimes[] = {
+	{ "oci", "agentbox-runc", ab_cmd_oci },
+};
+
 int
 main (int argc, char **argv)
 {
@@ -82,7 +88,9 @@ main (int argc, char **argv)
 	ab_backend_set_service_exec (ab_session_probe_exec);
 	/* The sidecar services, also as multi-call names (argv[0]):
 	 * `t3-egress-proxy serve ...` is `agentbox egress-proxy serve ...`. */
-	if (ab_cli_service_run (argc, argv, "agentbox", &status))
+	if (ab_cli_service_run (argc, argv, "agentbox", &status)
+	    || ab_cli_service_dispatch (runtimes, sizeof runtimes / sizeof *runtimes, argc, argv,
+	                                "agentbox", &status))
 		return status;
 	if (argc < 2) {
 		fputs (usage, stderr);

@@ -118,7 +118,8 @@ start_dockerd() {
 	DOCKERD_CGROUP_PARENT="/abtest-dockerd-${d##*.}"
 	mkdir -p "$d/data" "$d/exec" "$d/containerd"
 	_containerd_config "$d" >"$d/containerd.toml"
-	printf '{"deprecated-key-path": "%s/key.json"}\n' "$d" >"$d/daemon.json"
+	# DOCKERD_EXTRA_CONFIG: more top-level members, e.g. `, "runtimes": {...}`.
+	printf '{"deprecated-key-path": "%s/key.json"%s}\n' "$d" "${DOCKERD_EXTRA_CONFIG:-}" >"$d/daemon.json"
 	_dockerd_note_host_dirs
 	setsid containerd --config "$d/containerd.toml" >"$d/containerd.log" 2>&1 </dev/null &
 	CONTAINERD_PID=$!

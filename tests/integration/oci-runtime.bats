@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# agentbox-runc, the OCI runtime mode (docs/oci-runtime.md): driven by the
+# engines that call runc — podman 4.3 (conmon), containerd 1.6 (`ctr run
+# --runc-binary`: the shim-v2 io.containerd.runc.v2 with BinaryName),
+# dockerd (a "runtimes" entry; Docker always adds a prestart hook) — and
+# directly with bad bundles.  Every engine runs with private roots, state
+# and sockets under this file's temporary directory; the host's podman,
+# containerd and docker storage is never touched.
+
+bats_require_minimum_version 1.5.0
+: "${BATS_TEST_TIMEOUT:=90}"
+
+ROOT_DIR="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+: "${AGENTBOX:=$ROOT_DIR/build/agentbox}"
+
+setup_file() {
+	local d="$BATS_FILE_TMPDIR"
+	export RUNC_BIN="$d/bin/agentbox-runc"
+	mkdir -p "$d/bin" "$d/img/bin" "$d/img/tmp" "$d/img/etc" "$d/img/proc" "$d/img/sys" "$d/img/dev" "$d/img/run"
+	ln -sf "$AGENTBOX" "$RUNC_BIN"
+	cp /bin/busybox "$d/img/bin/busybox"
+	for t in $("$d/img/bin/busybox" --list); do
+		[ "$t" = busybox ] || ln -sf busybox "$d/img/bin/$t"
+	done
+	tar -C "$d/img" -cf "$d/busybox.tar" .
+	# A default network that is a joined namespace without touching the
+	# host: a CNI network of the loopback plugin only.
+	mkdir -p "$d/cni"
+	cat >"$d/cni/87-podman.conflist" <<-JSON
+	{"cniVersion": "0.4.0", "name": "podman", "plugins": [{"type": "loopback"}]}
+	JSON
+	if command -v podman >/dev/null; then
+		pm import "$d/busybox.tar" localhost/busybox:latest >/dev/null
+	fi
+}
+
+teardown_file() {
+	if command -v podman >/dev/null; then
+		pm rm -af -t 0 >/dev/null 2>&1 || true
+		pm rmi -af >/dev/null 2>&1 || true
+	fi
+	if [ -n "${CTD_PID:-}" ]; then
+		kill "$CTD_PID" 2>/dev/null || true
+	fi
+}
+
+# A failed or timed-out test still stops the private dockerd it started.
+teardown() {
+	if [ -n "${DOCKERD_PID:-}${CONTAINERD_PID:-}" ]; then
+		load dockerd.bash
+		stop_dockerd
+	fi
+}
+
+pm() {
+	local d="$BATS_FILE_TMPDIR"
+	timeout 60 podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" \
+		--storage-driver vfs --cgroup-manager cgroupfs --events-backend file \
+		--network-config-dir "$d/cni" --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" "$@"
+}
+
+need() {
+	command -v "$1" >/dev/null || skip "$1 not installed"
+}
+
+# A bundle for direct runs: the busybox root and runc's default config.
+bundle() {
+	local b="$BATS_TEST_TMPDIR/b"
+	rm -rf "$b"
+	mkdir -p "$b"
+	cp -a "$BATS_FILE_TMPDIR/img" "$b/rootfs"
+	(cd "$b" && "$RUNC_BIN" spec)
+	python3 - "$b/config.json" "$@" <<-'PY'
+	import json, sys
+	p = sys.argv[1]
+	c = json.load(open(p))
+	c["process"]["terminal"] = False
+	c["root"]["readonly"] = False
+	c["process"]["args"] = sys.argv[2:] or ["true"]
+	json.dump(c, open(p, "w"))
+	PY
+	echo "$b"
+}
+
+rc_() {
+	timeout 20 "$RUNC_BIN" --root "$BATS_TEST_TMPDIR/state" "$@"
+}
+
+@test "version: three runc-style lines; features and spec" {
+	run "$RUNC_BIN" --version
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[[ "${lines[0]}" == "runc version "* ]]
+	[[ "${lines[1]}" == "commit: "* ]]
+	[[ "${lines[2]}" == "spec: 1.0."* ]]
+	run "$AGENTBOX" oci features
+	[ "$status" -eq 0 ]
+	echo "$output" | python3 -c 'import json,sys; f=json.load(sys.stdin); assert "prestart" in f["hooks"]'
+	run "$RUNC_BIN" --systemd-cgroup list
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not systemd"* ]]
+}
+
+@test "direct: run passes the exit status; mounts in config order; walls" {
+	b="$(bundle sh -c 'cat /proc/self/mountinfo > /tmp/mi; grep -E " / /(proc|dev|sys)[ /]" /tmp/mi | awk "{print \$5}" | tr "\n" " "; grep Seccomp: /proc/self/status; grep CapEff /proc/self/status; exit 7')"
+	run rc_ run -b "$b" t1
+	echo "$output"
+	[ "$status" -eq 7 ]
+	[[ "$output" == *"/proc /dev /dev/pts /dev/shm"* ]]
+	[[ "$output" == *"Seccomp:	2"* ]]
+	[[ "$output" == *"CapEff:	0000000000000000"* ]]
+	# A user namespace although the bundle asks for none: root inside is
+	# not root outside.
+	b2="$(bundle cat /proc/self/uid_map)"
+	run rc_ run -b "$b2" t2
+	[ "$status" -eq 0 ]
+	[[ "$output" != *" 0 "*"0 "* ]] || [[ "$(echo "$output" | awk '{print $2}')" != 0 ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+@test "direct: create, state, start, kill by name and number, delete" {
+	b="$(bundle sleep 100)"
+	rc_ create -b "$b" --pid-file "$BATS_TEST_TMPDIR/pid" c1 </dev/null >/dev/null 2>&1
+	pid="$(cat "$BATS_TEST_TMPDIR/pid")"
+	run rc_ state c1
+	[[ "$output" == *'"status": "created"'* ]]
+	[[ "$output" == *"\"pid\": $pid"* ]]
+	run rc_ create -b "$b" c1
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"exists"* ]]
+	rc_ start c1
+	run rc_ state c1
+	[[ "$output" == *'"status": "running"'* ]]
+	run rc_ start c1
+	[ "$status" -ne 0 ]
+	run rc_ list --format json
+	[[ "$output" == *'"id": "c1"'* || "$output" == *'"id":"c1"'* ]]
+	run rc_ ps --format json c1
+	[[ "$output" == "[$pid,"* ]]
+	rc_ kill c1 SIGWINCH
+	rc_ kill c1 WINCH
+	run rc_ state c1
+	[[ "$output" == *'"status": "running"'* ]]
+	rc_ kill c1 15
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	# init was our child's child: it is a zombie of this shell's
+	# subreaper-less tree or gone; either way stopped.
+	run rc_ state c1
+	[[ "$output" == *'"status": "stopped"'* ]]
+	rc_ delete c1
+	run rc_ delete --force c1
+	[ "$status" -eq 0 ]
+	run rc_ delete c1
+	[ "$status" -ne 0 ]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+@test "bad bundles: clear errors, nothing left" {
+	s="$BATS_TEST_TMPDIR/state"
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	run rc_ create -b "$BATS_TEST_TMPDIR/empty" x1
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"config.json"* ]]
+	b="$(bundle true)"
+	echo '{"process": ' >"$b/config.json"
+	run rc_ create -b "$b" x2
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"line"* ]]
+	b="$(bundle true)"
+	mv "$b/rootfs" "$b/real" && ln -s /etc "$b/rootfs"
+	run rc_ create -b "$b" x3
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"symlink"* ]]
+	rm "$b/rootfs" && mv "$b/real" "$b/rootfs"
+	rm -rf "$b/rootfs/proc" && ln -s /etc "$b/rootfs/proc"
+	run rc_ create -b "$b" x4
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/proc"* ]]
+	[ -e "$b/rootfs/etc" ] && [ ! -e "$b/rootfs/etc/self" ]
+	rm "$b/rootfs/proc" && mkdir "$b/rootfs/proc"
+	python3 - "$b/config.json" <<-'PY'
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c["hooks"] = {"prestart": [{"path": "/bin/sleep", "args": ["sleep", "30"], "timeout": 1}]}
+	json.dump(c, open(sys.argv[1], "w"))
+	PY
+	start=$SECONDS
+	run rc_ create -b "$b" x5
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"timed out"* ]]
+	[ $((SECONDS - start)) -lt 10 ]
+	run rc_ create -b "$b" "../x6"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"invalid container id"* ]]
+	[ -z "$(ls -A "$s" 2>/dev/null)" ]
+	! pgrep -f "agentbox-runc --root $s" >/dev/null
+}
+
+@test "podman: run, exit status, exec, top, pause/unpause, stop, rm (--network none)" {
+	need podman
+	run pm run --rm --network none localhost/busybox sh -c 'echo hi; exit 3'
+	[ "$status" -eq 3 ]
+	[[ "$output" == *hi* ]]
+	pm run -d --name p1 --network none --memory 64m --pids-limit 40 localhost/busybox sleep 100
+	run pm exec p1 sh -c 'echo in-exec; cat /proc/1/cmdline | tr "\0" " "'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *in-exec* ]]
+	pid="$(pm inspect -f '{{.State.Pid}}' p1)"
+	mem="$(grep :memory: /proc/$pid/cgroup | cut -d: -f3)"
+	[ "$(cat /sys/fs/cgroup/memory$mem/memory.limit_in_bytes)" = 67108864 ]
+	pids="$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
+	[ "$(cat /sys/fs/cgroup/pids$pids/pids.max)" = 40 ]
+	run pm top p1
+	[[ "$output" == *"sleep 100"* ]]
+	pm pause p1
+	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == paused ]]
+	pm unpause p1
+	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == running ]]
+	pm stop -t 5 p1
+	pm rm p1
+	[ ! -d "/sys/fs/cgroup/memory$mem" ]
+}
+
+@test "podman: default network (a joined namespace), -it through the console socket" {
+	need podman
+	run pm run --rm localhost/busybox sh -c 'ip -o link | wc -l; readlink /proc/self/ns/net'
+	[ "$status" -eq 0 ]
+	[ "$(readlink /proc/self/ns/net)" != "${lines[1]}" ]
+	local d="$BATS_FILE_TMPDIR"
+	# podman -it on a terminal of our own (a python pty; `script` ends
+	# the session when its stdin ends, before the output arrives).
+	run timeout 30 python3 -c '
+import os, pty, subprocess, sys
+m, s = pty.openpty()
+p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, start_new_session=True,
+                     preexec_fn=lambda: __import__("fcntl").ioctl(0, __import__("termios").TIOCSCTTY, 0))
+os.close(s)
+out = b""
+while True:
+    try:
+        b = os.read(m, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(p.wait())
+' podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" --storage-driver vfs \
+		--cgroup-manager cgroupfs --events-backend file --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" \
+		run --rm -it --network none localhost/busybox sh -c 'tty; exit 4'
+	[ "$status" -eq 4 ]
+	echo "$output"
+	[[ "$output" == *"/dev/pts/0"* ]]
+}
+
+@test "containerd: ctr run --runc-binary (shim v2, BinaryName) and exec" {
+	need containerd
+	need ctr
+	d="$BATS_FILE_TMPDIR/ctd"
+	mkdir -p "$d"
+	cat >"$d/config.toml" <<-EOF2
+	version = 2
+	root = "$d/root"
+	state = "$d/state"
+	disabled_plugins = ["io.containerd.grpc.v1.cri"]
+	[grpc]
+	  address = "$d/c.sock"
+	[ttrpc]
+	  address = "$d/c.sock.ttrpc"
+	EOF2
+	containerd --config "$d/config.toml" >"$d/log" 2>&1 &
+	export CTD_PID=$!
+	for _ in $(seq 50); do [ -S "$d/c.sock" ] && break; sleep 0.1; done
+	c() { timeout 30 ctr -a "$d/c.sock" "$@"; }
+	pm save --format docker-archive -o "$d/bb.tar" localhost/busybox:latest >/dev/null 2>&1
+	c images import --snapshotter native "$d/bb.tar" >/dev/null
+	run c run --snapshotter native --rm --runc-binary "$RUNC_BIN" --runc-root "$d/runc" localhost/busybox:latest k1 sh -c 'echo from-ctr; exit 5'
+	[ "$status" -eq 5 ]
+	[[ "$output" == *from-ctr* ]]
+	c run --snapshotter native -d --runc-binary "$RUNC_BIN" --runc-root "$d/runc" localhost/busybox:latest k2 sleep 100
+	run c task exec --exec-id e1 k2 sh -c 'echo exec-ok; exit 2'
+	[ "$status" -eq 2 ]
+	[[ "$output" == *exec-ok* ]]
+	c task kill -s KILL k2
+	for _ in $(seq 50); do c task ls | grep -q 'k2.*STOPPED' && break; sleep 0.1; done
+	c task rm k2
+	c c rm k2
+	kill "$CTD_PID"; wait "$CTD_PID" 2>/dev/null || true
+	unset CTD_PID
+}
+
+@test "dockerd: docker run --runtime agentbox (with Docker's prestart hook)" {
+	need dockerd
+	load dockerd.bash
+	export DOCKERD_EXTRA_CONFIG=", \"runtimes\": {\"agentbox\": {\"path\": \"${DOCKER_RUNC_WRAP:-$RUNC_BIN}\"}}"
+	start_dockerd || skip "docker: $DOCKERD_WHY"
+	pm save --format docker-archive -o "$BATS_TEST_TMPDIR/bb.tar" localhost/busybox:latest >/dev/null 2>&1
+	timeout 60 "$DOCKER" load -i "$BATS_TEST_TMPDIR/bb.tar" >/dev/null
+	run timeout 60 "$DOCKER" run --rm --runtime agentbox --network none localhost/busybox sh -c 'echo from-docker; exit 6'
+	stop_dockerd
+	echo "$output"
+	[ "$status" -eq 6 ]
+	[[ "$output" == *from-docker* ]]
+}
