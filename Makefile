@@ -246,7 +246,7 @@ install: all
 	install -m 0755 $(BUILD)/agentbox $(DESTDIR)$(PREFIX)/bin/agentbox
 	install -m 0755 $(BUILD)/agentbox-agent $(DESTDIR)$(PREFIX)/bin/agentbox-agent
 	install -m 0644 $(BUILD)/agentbox-statx-shim.so $(DESTDIR)$(PREFIX)/bin/agentbox-statx-shim.so
-	for alias in t3-egress-proxy t3-credential-proxy t3-preview-bridge; do \
+	for alias in t3-egress-proxy t3-credential-proxy t3-preview-bridge agentbox-runc; do \
 		ln -sf agentbox $(DESTDIR)$(PREFIX)/bin/$$alias; done
 
 format:
