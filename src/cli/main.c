@@ -25,6 +25,8 @@ static const char usage[] =
         "  ls [--json] | ps ID | inspect ID | rm [-f] ID...   the daemon's sandboxes\n"
         "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
         "sandbox\n"
+        "  browser ID launch | ID OP SESSION [JSON] | ID --cdp-listen 127.0.0.1:0   Chromium in "
+        "a daemon's sandbox\n"
         "  exec-server (--sandbox ID | --create [OPTS]) (--stdio | --listen ws://127.0.0.1:0)   "
         "the Codex exec-server protocol for a sandbox\n"
         "  mcp [--sandbox ID]               an MCP server on stdio: sandbox tools for MCP "
@@ -49,6 +51,7 @@ static const struct {
 	{ "inspect", ab_cmd_inspect },
 	{ "rm", ab_cmd_rm },
 	{ "port", ab_cmd_port },
+	{ "browser", ab_cmd_browser },
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },

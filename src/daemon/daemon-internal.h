@@ -228,6 +228,9 @@ void ab_api_port_connect (struct ab_req_s *r);
 void ab_api_port_proxy (struct ab_req_s *r);
 bool ab_port_proxy_target (const struct ab_http_io_s *io);
 void ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1]);
+/* The sandbox's port token, compared as digests in constant time; a
+ * sandbox without one opens to nothing. */
+bool ab_port_token_ok (const struct ab_box_s *b, const char *tok, size_t len);
 
 /* Shared by the handlers: the sandbox named in the path, running, or an
  * error response already sent (NULL). */
