@@ -23,8 +23,8 @@
 #define CDP_SEND_TIMEOUT_S 60
 
 /* http://localhost, http://127.0.0.1, http://[::1], any port. */
-static bool
-origin_ok (const char *v, size_t len)
+bool
+ab_browser_origin_ok (const char *v, size_t len)
 {
 	cleanup_free char *o = xstrndup (v, len);
 	const char *h = strstr (o, "://");
@@ -94,7 +94,7 @@ ab_api_browser_cdp (struct ab_req_s *r)
 		ab_resp_fail (r, 400, "invalid", "needs a WebSocket upgrade");
 		return;
 	}
-	if (origin && !origin_ok (origin, olen)) {
+	if (origin && !ab_browser_origin_ok (origin, olen)) {
 		ab_resp_fail (r, 403, "forbidden", "origin not allowed");
 		return;
 	}
@@ -127,6 +127,8 @@ door_box (const struct ab_http_io_s *io, char id[AB_BOX_ID_LEN + 1])
 	id[n] = '\0';
 	p += n;
 	n = plen - (size_t)(p - t);
+	if (n == 4 && memcmp (p, "/vnc", 4) == 0)
+		return true;
 	if (n < sizeof "/browser/x/cdp" - 1 || memcmp (p, "/browser/", 9) != 0
 	    || memcmp (p + n - 4, "/cdp", 4) != 0)
 		return false;

@@ -401,6 +401,10 @@ launch (struct ab_daemon_s *d, struct ab_box_s *b, struct ab_browser_s *s, const
 
 	if (!c)
 		return -1;
+	if (!l->headless && ab_desktop_ensure (d, b, err) < 0) {
+		ab_agent_close (c);
+		return -1;
+	}
 	rc = start_chromium (c, b, l, s->profile, &s->pid, err) < 0 || wait_devtools (c, s, err) < 0
 	             ? -1
 	             : 0;

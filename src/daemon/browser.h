@@ -7,7 +7,8 @@
  *   browser-cdp.c    a CDP client over one agent port stream (WebSocket)
  *   browser-ops.c    the REST operations (navigate, click, ... close)
  *   browser-url.c    the URL policy checked before and after navigation
- *   browser-relay.c  GET .../browser/{session}/cdp: raw CDP for tools */
+ *   browser-relay.c  GET .../browser/{session}/cdp: raw CDP for tools
+ *   vnc.c            the desktop (Xvfb, x11vnc) and GET .../vnc */
 #ifndef AB_DAEMON_BROWSER_H
 #define AB_DAEMON_BROWSER_H
 
@@ -100,5 +101,15 @@ void ab_api_browser_cdp (struct ab_req_s *r);
  * token it carries is right. */
 bool ab_browser_door_target (const struct ab_http_io_s *io);
 bool ab_browser_door_token_ok (struct ab_daemon_s *d, const struct ab_http_io_s *io);
+/* An Origin field's value that is http(s)://localhost, 127.0.0.1 or [::1]
+ * with any port. */
+bool ab_browser_origin_ok (const char *v, size_t len);
+
+/* --- vnc.c --- */
+/* Xvfb :99 and x11vnc on the sandbox's loopback, started once (spec
+ * "desktop"; AB_E_NOT_FOUND without it). */
+int ab_desktop_ensure (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+void ab_api_desktop (struct ab_req_s *r);
+void ab_api_vnc (struct ab_req_s *r);
 
 #endif

@@ -46,6 +46,8 @@ static const struct {
 	{ "GET", "/v1/sandboxes/*/browser/*/cdp", ab_api_browser_cdp },
 	{ "POST", "/v1/sandboxes/*/browser/*/*", ab_api_browser_op },
 	{ "DELETE", "/v1/sandboxes/*/browser/*", ab_api_browser_close },
+	{ "GET", "/v1/sandboxes/*/desktop", ab_api_desktop },
+	{ "GET", "/v1/sandboxes/*/vnc", ab_api_vnc },
 };
 
 /* 1 when path matches pattern; the '*' segments are copied to params. */
