@@ -72,7 +72,7 @@ relay (struct ab_req_s *r, struct ab_box_s *b, struct ab_browser_s *s, const cha
 	if (ab_http_write (fd, head, strlen (head)) == 0
 	    && (!buffered || ab_http_write (fd, r->io->buf + r->io->off, buffered) == 0)) {
 		r->io->off = r->io->len;
-		ab_relay_fds_idle (r->fd, fd, CDP_IDLE_MS, NULL, NULL);
+		ab_relay_fds_first_eof (r->fd, fd, CDP_IDLE_MS);
 	}
 	close (fd);
 }
@@ -161,23 +161,29 @@ query_token (const struct ab_http_io_s *io, size_t *len)
 }
 
 bool
-ab_browser_door_token_ok (struct ab_daemon_s *d, const struct ab_http_io_s *io)
+ab_browser_request_token_ok (const struct ab_box_s *b, const struct ab_http_io_s *io)
 {
 	static const char scheme[] = "bearer ";
+	const char *v;
+	size_t len = 0;
+
+	v = ab_http_io_field (io, "authorization", &len);
+	if (v && len > sizeof scheme - 1 && strncasecmp (v, scheme, sizeof scheme - 1) == 0)
+		return ab_port_token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1));
+	return (v = query_token (io, &len)) && ab_port_token_ok (b, v, len);
+}
+
+bool
+ab_browser_door_token_ok (struct ab_daemon_s *d, const struct ab_http_io_s *io)
+{
 	char id[AB_BOX_ID_LEN + 1];
 	ab_error_t ignored = AB_ERROR_INIT;
 	struct ab_box_s *b;
-	const char *v;
-	size_t len = 0;
-	bool ok = false;
+	bool ok;
 
 	if (!door_box (io, id) || !(b = ab_registry_get (d, id, &ignored)))
 		return false;
-	v = ab_http_io_field (io, "authorization", &len);
-	if (v && len > sizeof scheme - 1 && strncasecmp (v, scheme, sizeof scheme - 1) == 0)
-		ok = ab_port_token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1));
-	else if ((v = query_token (io, &len)))
-		ok = ab_port_token_ok (b, v, len);
+	ok = ab_browser_request_token_ok (b, io);
 	ab_box_unref (d, b);
 	return ok;
 }

@@ -101,6 +101,9 @@ void ab_api_browser_cdp (struct ab_req_s *r);
  * token it carries is right. */
 bool ab_browser_door_target (const struct ab_http_io_s *io);
 bool ab_browser_door_token_ok (struct ab_daemon_s *d, const struct ab_http_io_s *io);
+/* The sandbox's port token as "Authorization: Bearer T" or "?token=T" in
+ * the request's target. */
+bool ab_browser_request_token_ok (const struct ab_box_s *b, const struct ab_http_io_s *io);
 /* An Origin field's value that is http(s)://localhost, 127.0.0.1 or [::1]
  * with any port. */
 bool ab_browser_origin_ok (const char *v, size_t len);

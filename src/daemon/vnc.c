@@ -372,22 +372,6 @@ relay (struct ab_req_s *r, int vnc)
 	pthread_mutex_destroy (&v.plock);
 }
 
-/* The port token of the named sandbox, from ?token= or the bearer. */
-static bool
-vnc_token_ok (struct ab_req_s *r, const struct ab_box_s *b)
-{
-	static const char scheme[] = "bearer ";
-	ab_error_t ignored = AB_ERROR_INIT;
-	cleanup_free char *q = ab_req_query (r, "token", &ignored);
-	size_t len = 0;
-	const char *v = ab_http_io_field (r->io, "authorization", &len);
-
-	if (q && ab_port_token_ok (b, q, strlen (q)))
-		return true;
-	return v && len > sizeof scheme - 1 && strncasecmp (v, scheme, sizeof scheme - 1) == 0
-	       && ab_port_token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1));
-}
-
 static bool
 wants_binary (const struct ab_req_s *r)
 {
@@ -408,7 +392,7 @@ ab_api_vnc (struct ab_req_s *r)
 	int fd;
 
 	r->close = true;
-	if (!b || !vnc_token_ok (r, b)) {
+	if (!b || !ab_browser_request_token_ok (b, r->io)) {
 		ab_resp_fail (r, 401, "unauthorized", "missing or wrong sandbox token");
 	} else if (origin && !ab_browser_origin_ok (origin, olen)) {
 		ab_resp_fail (r, 403, "forbidden", "origin not allowed");

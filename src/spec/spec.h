@@ -71,8 +71,8 @@ struct ab_root_layers_s {
 };
 
 struct ab_spec_s {
-	char *backend; /* "auto" or a backend name */
-	char *rootfs;  /* NULL = host binds, else an unpacked image */
+	char *backend;   /* "auto" or a backend name */
+	char *rootfs;    /* NULL = host binds, else an unpacked image */
 	/* The image as the user named it ("python:3.12-slim"), NULL = none;
 	 * image/ resolves it into `root` (and the image's defaults) before a
 	 * backend sees the spec, and records the digest it resolved to. */
