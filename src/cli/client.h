@@ -36,6 +36,7 @@ json_t *ab_create_request (int argc, char **argv, bool *as_json, ab_error_t *err
  * exec, delete; the command's exit code). */
 bool ab_pool_wanted (int argc, char **argv);
 int ab_pool_claim_cli (const char *host, int argc, char **argv, bool run);
+int ab_cmd_browser (int argc, char **argv);
 
 struct ab_client_s {
 	char *socket_path;
@@ -75,6 +76,15 @@ json_t *ab_client_call (const char *host_opt, const char *method, const char *pa
 
 /* Remove "--host SOCKET" / "--host=SOCKET" (before any "--") from argv; returns it. */
 const char *ab_client_take_host (int *argc, char **argv);
+
+/* cmd-port.c: a loopback listener (--listen syntax, printed as
+ * "listening on ADDR:PORT"), each accepted connection on a thread of its
+ * own relayed to the stream `open` makes on the daemon (c opened and
+ * answered 101; bytes it read past the head are forwarded), until SIGINT
+ * or SIGTERM. */
+typedef int (*ab_cli_stream_fn) (void *ctx, const char *host, int client_fd, struct ab_client_s *c,
+                                 ab_error_t *err);
+int ab_cli_forward (const char *host, const char *listen_spec, ab_cli_stream_fn open, void *ctx);
 
 /* Percent-encode for a query value. */
 char *ab_client_escape (const char *s);

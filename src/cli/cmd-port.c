@@ -29,6 +29,8 @@ static const char usage[] = "usage: agentbox port [--host SOCKET] ID PORT [--lis
 struct fwd_s {
 	const char *host, *id;
 	unsigned port;
+	ab_cli_stream_fn open; /* the stream for one accepted connection */
+	void *ctx;
 };
 
 struct conn_s {
@@ -91,8 +93,12 @@ listen_on (const char *spec, ab_error_t *err)
 
 /* A raw stream to the sandbox's port through the daemon. */
 static int
-open_stream (const struct fwd_s *f, struct ab_client_s *c, ab_error_t *err)
+open_stream (void *ctx, const char *host, int client_fd, struct ab_client_s *c, ab_error_t *err)
 {
+	const struct fwd_s *f = ctx;
+	(void)host;
+	(void)client_fd;
+
 	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/tcp/%u", f->id, f->port);
 
 	if (ab_client_open (c, f->host, err) < 0
@@ -113,7 +119,7 @@ conn_main (void *arg)
 	struct ab_client_s c;
 	ab_error_t err = AB_ERROR_INIT;
 
-	if (open_stream (cn->fwd, &c, &err) < 0) {
+	if (cn->fwd->open (cn->fwd->ctx, cn->fwd->host, cn->fd, &c, &err) < 0) {
 		fprintf (stderr, "agentbox port: %s\n", err.msg);
 	} else {
 		/* Bytes the daemon sent right after the 101 were read with the head. */
@@ -198,15 +204,15 @@ parse_args (int argc, char **argv, struct fwd_s *f, const char **listen_spec)
 	return n == 2 ? 0 : -1;
 }
 
+static int forward (struct fwd_s *f, const char *listen_spec);
+
 int
 ab_cmd_port (int argc, char **argv)
 {
-	struct fwd_s f = { .host = ab_client_take_host (&argc, argv) };
+	struct fwd_s f = { .host = ab_client_take_host (&argc, argv), .open = open_stream };
 	const char *listen_spec = "127.0.0.1:0";
 	ab_error_t err = AB_ERROR_INIT;
 	cleanup_free char *path = NULL;
-	cleanup_close int lfd = -1, sfd = -1;
-	sigset_t set;
 	json_t *j;
 
 	if (argc == 2 && strcmp (argv[1], "--help") == 0) {
@@ -224,6 +230,18 @@ ab_cmd_port (int argc, char **argv)
 		return AB_EXIT_FAILED;
 	}
 	json_decref (j);
+	f.ctx = &f;
+	return forward (&f, listen_spec);
+}
+
+/* Listen, then a stream per accepted connection until SIGINT/SIGTERM. */
+static int
+forward (struct fwd_s *f, const char *listen_spec)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	cleanup_close int lfd = -1, sfd = -1;
+	sigset_t set;
+
 	sigemptyset (&set);
 	sigaddset (&set, SIGINT);
 	sigaddset (&set, SIGTERM);
@@ -238,5 +256,13 @@ ab_cmd_port (int argc, char **argv)
 		ab_cli_report (&err);
 		return AB_EXIT_FAILED;
 	}
-	return serve (&f, lfd, sfd);
+	return serve (f, lfd, sfd);
+}
+
+int
+ab_cli_forward (const char *host, const char *listen_spec, ab_cli_stream_fn open, void *ctx)
+{
+	struct fwd_s f = { .host = host, .open = open, .ctx = ctx };
+
+	return forward (&f, listen_spec);
 }

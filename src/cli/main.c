@@ -30,6 +30,8 @@ static const char usage[] =
         "  fork ID [--count N]              new sandboxes from a sandbox's current state\n"
         "  port ID PORT [--listen 127.0.0.1:0]   forward a local port to PORT inside a daemon's "
         "sandbox\n"
+        "  browser ID launch | ID OP SESSION [JSON] | ID --cdp-listen 127.0.0.1:0   Chromium in "
+        "a daemon's sandbox\n"
         "  exec-server (--sandbox ID | --create [OPTS]) (--stdio | --listen ws://127.0.0.1:0)   "
         "the Codex exec-server protocol for a sandbox\n"
         "  image pull|import|ls|inspect|rm|prune   the image store (docs/images.md)\n"
@@ -60,6 +62,7 @@ static const struct {
 	{ "snapshot", ab_cmd_snapshot },
 	{ "fork", ab_cmd_fork },
 	{ "pool", ab_cmd_pool },
+	{ "browser", ab_cmd_browser },
 	{ "__create-sandbox", ab_daemon_create_child_main },
 	{ "exec-server", ab_cmd_exec_server },
 	{ "mcp", ab_cmd_mcp },

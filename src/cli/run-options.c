@@ -32,6 +32,7 @@ enum {
 	OPT_NOFILE,
 	OPT_NETWORK,
 	OPT_HOSTNAME,
+	OPT_DESKTOP,
 	OPT_BACKEND,
 	OPT_MICROVM_ACCEL,
 	OPT_JSON_RESULT,
@@ -79,6 +80,7 @@ static const struct option run_options[] = {
 	{ "credentials", required_argument, NULL, OPT_CREDENTIALS },
 	{ "user", required_argument, NULL, 'u' },
 	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "desktop", no_argument, NULL, OPT_DESKTOP },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "microvm-accel", required_argument, NULL, OPT_MICROVM_ACCEL },
 	{ "json-result", required_argument, NULL, OPT_JSON_RESULT },
@@ -107,6 +109,8 @@ static const char run_usage[] =
         "  --memory SIZE (2g)  --pids N (512)  --cpus X  --nofile N (1024); 0 = unlimited\n"
         "  --timeout DURATION  --kill-grace DURATION (5s)\n"
         "  --network none|proxy  --hostname NAME  --backend auto|microvm|native|...\n"
+        "  --desktop                          Xvfb :99 + x11vnc in the sandbox (daemon: GET "
+        ".../vnc)\n"
         "  --microvm-accel auto|kvm|tcg       microvm: kvm (auto) or QEMU's emulator (tcg)\n"
         "  with --network proxy: --allow-host PATTERN  --deny-host PATTERN  --allow-cidr CIDR\n"
         "                        --policy FILE  --audit-log FILE|-\n"
@@ -341,6 +345,7 @@ apply_option (struct ab_spec_s *spec, struct env_builder_s *env, int opt, const 
 	}
 	case OPT_STATE_DIR: return set_string (&image_opts.state_dir, arg);
 	case OPT_HOSTNAME: return set_string (&spec->hostname, arg);
+	case OPT_DESKTOP: spec->desktop = true; return 0;
 	case OPT_BACKEND: return set_string (&spec->backend, arg);
 	case OPT_MICROVM_ACCEL: return set_string (&spec->microvm_accel, arg);
 	case OPT_JSON_RESULT: return set_string (&spec->json_result, arg);

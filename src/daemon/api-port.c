@@ -62,8 +62,8 @@ ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1])
 
 /* Compared as SHA-256 digests in constant time: neither the token's
  * length nor a matching prefix shows in the timing. */
-static bool
-token_ok (const struct ab_box_s *b, const char *tok, size_t len)
+bool
+ab_port_token_ok (const struct ab_box_s *b, const char *tok, size_t len)
 {
 	uint8_t want[32], got[32];
 
@@ -209,7 +209,8 @@ cookie_ok (const struct ab_box_s *b, const struct ab_http_io_s *io)
 			const char *n, *v;
 			size_t nl, vl;
 			p = cookie_pair (p, end, &n, &nl, &v, &vl) + 1;
-			if (nl == want_len && memcmp (n, want, nl) == 0 && token_ok (b, v, vl))
+			if (nl == want_len && memcmp (n, want, nl) == 0
+			    && ab_port_token_ok (b, v, vl))
 				return true;
 		}
 	}
@@ -229,10 +230,10 @@ authorize (const struct ab_box_s *b, const struct ab_http_io_s *io, const struct
 	const char *v = ab_http_io_field (io, "authorization", &len);
 
 	if (v && len > sizeof scheme - 1 && strncasecmp (v, scheme, sizeof scheme - 1) == 0
-	    && token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1)))
+	    && ab_port_token_ok (b, v + sizeof scheme - 1, len - (sizeof scheme - 1)))
 		return AUTH_HEADER;
 	v = query_token (x, &len);
-	if (v && token_ok (b, v, len))
+	if (v && ab_port_token_ok (b, v, len))
 		return AUTH_QUERY;
 	return cookie_ok (b, io) ? AUTH_COOKIE : AUTH_NONE;
 }

@@ -160,7 +160,7 @@ ab_api_ws_handshake (struct ab_req_s *r)
 	const char *conn = ab_http_io_field (r->io, "connection", &clen);
 	const char *key = ab_http_io_field (r->io, "sec-websocket-key", &klen);
 	const char *ver = ab_http_io_field (r->io, "sec-websocket-version", &vlen);
-	char accept[AB_WS_ACCEPT_LEN + 1], head[256];
+	char accept[AB_WS_ACCEPT_LEN + 1], head[512];
 
 	if (!up || !has_token (up, ulen, "websocket") || !has_token (conn, clen, "upgrade") || !key
 	    || klen != 24 || !ver || vlen != 2 || memcmp (ver, "13", 2) != 0)
@@ -171,8 +171,8 @@ ab_api_ws_handshake (struct ab_req_s *r)
 	snprintf (
 	        head, sizeof head,
 	        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-	        "Sec-WebSocket-Accept: %s\r\n\r\n",
-	        accept);
+	        "Sec-WebSocket-Accept: %s\r\n%s\r\n",
+	        accept, r->resp_headers ? r->resp_headers : "");
 	r->responded = true;
 	r->close = true; /* the connection is the session's now */
 	r->status = 101;

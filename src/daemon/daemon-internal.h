@@ -290,6 +290,9 @@ void ab_port_token_new (char tok[AB_PORT_TOKEN_LEN + 1]);
 /* The request as it came (target unchanged, hop-by-hop and E2B token
  * fields dropped) to 127.0.0.1:port in b, and the answer back (E2B previews). */
 void ab_port_proxy_raw (struct ab_req_s *r, struct ab_box_s *b, uint16_t port);
+/* The sandbox's port token, compared as digests in constant time; a
+ * sandbox without one opens to nothing. */
+bool ab_port_token_ok (const struct ab_box_s *b, const char *tok, size_t len);
 
 /* Shared by the handlers: the sandbox named in the path, running, or an
  * error response already sent (NULL). */

@@ -40,12 +40,12 @@ ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 	ab_relay_fds_idle (a, b, -1, a_to_b, b_to_a);
 }
 
-int
-ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a)
+static int
+relay (int a, int b, int idle_ms, bool first_eof, uint64_t *a_to_b, uint64_t *b_to_a)
 {
 	bool a_open = true, b_open = true;
 
-	while (a_open || b_open) {
+	while (first_eof ? a_open && b_open : a_open || b_open) {
 		/* An ended side is polled as -1: a socket at EOF stays readable
 		 * (and POLLHUP is reported even for no events), which would spin. */
 		struct pollfd p[2] = { { .fd = a_open ? a : -1, .events = POLLIN },
@@ -71,4 +71,16 @@ ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a
 		}
 	}
 	return 0;
+}
+
+int
+ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a)
+{
+	return relay (a, b, idle_ms, false, a_to_b, b_to_a);
+}
+
+int
+ab_relay_fds_first_eof (int a, int b, int idle_ms)
+{
+	return relay (a, b, idle_ms, true, NULL, NULL);
 }

@@ -17,4 +17,10 @@ void ab_relay_fds (int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
  * 1 then, else 0. */
 int ab_relay_fds_idle (int a, int b, int idle_ms, uint64_t *a_to_b, uint64_t *b_to_a);
 
+/* The same, ending as soon as either side ended (its EOF is still passed
+ * on as a half-close): for a WebSocket, where a peer that went away does
+ * not come back to finish the other direction, and the other end (Chromium's
+ * DevTools) never closes on a half-close. */
+int ab_relay_fds_first_eof (int a, int b, int idle_ms);
+
 #endif

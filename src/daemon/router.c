@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "daemon/browser.h"
 
 typedef void (*handler_fn) (struct ab_req_s *r);
 
@@ -52,6 +53,13 @@ static const struct {
 	{ "POST", "/v1/sandboxes/*/mcp", ab_api_mcp_post },
 	{ "DELETE", "/v1/sandboxes/*/mcp", ab_api_mcp_delete },
 	{ "GET", "/v1/sandboxes/*/mcp", ab_api_mcp_get },
+	{ "POST", "/v1/sandboxes/*/browser", ab_api_browser_launch },
+	{ "GET", "/v1/sandboxes/*/browser", ab_api_browser_list },
+	{ "GET", "/v1/sandboxes/*/browser/*/cdp", ab_api_browser_cdp },
+	{ "POST", "/v1/sandboxes/*/browser/*/*", ab_api_browser_op },
+	{ "DELETE", "/v1/sandboxes/*/browser/*", ab_api_browser_close },
+	{ "GET", "/v1/sandboxes/*/desktop", ab_api_desktop },
+	{ "GET", "/v1/sandboxes/*/vnc", ab_api_vnc },
 };
 
 /* 1 when path matches pattern; the '*' segments are copied to params. */

@@ -4,6 +4,7 @@
  * connection, since the agent client is blocking; no thread ever forks a
  * sandbox, see spawn.c): peer check, auth, dispatch to the router. */
 #include "daemon/daemon-internal.h"
+#include "daemon/browser.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -305,7 +306,8 @@ serve_one (struct ab_daemon_s *d, struct ab_http_conn_s *c)
 		ab_api_port_proxy (&r);
 	} else if (split_target (&r, io) < 0)
 		ab_resp_fail (&r, 400, "invalid", "request target must be an origin-form path");
-	else if (c->tag == TAG_TCP && !authorized (d, io))
+	else if (c->tag == TAG_TCP && !authorized (d, io)
+	         && !(ab_browser_door_target (io) && ab_browser_door_token_ok (d, io)))
 		ab_resp_fail (&r, 401, "unauthorized", "missing or wrong bearer token");
 	else
 		ab_route (&r);

@@ -195,6 +195,15 @@ key_hostname (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *e
 }
 
 static int
+key_desktop (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
+{
+	if (!json_is_boolean (v))
+		return bad_type (k, "a boolean", err);
+	s->desktop = json_is_true (v);
+	return 0;
+}
+
+static int
 key_microvm_accel (const json_t *v, const char *k, struct ab_spec_s *s, ab_error_t *err)
 {
 	if (get_string (v, k, false, &s->microvm_accel, err) < 0)
@@ -470,6 +479,7 @@ static const struct key_s keys[] = {
 	{ "network", key_network, false },
 	{ "egress", key_egress, false },
 	{ "microvm_accel", key_microvm_accel, false },
+	{ "desktop", key_desktop, false },
 	{ "argv", key_argv, true },
 	{ "service_socket", key_service_socket, true },
 };
@@ -592,6 +602,8 @@ ab_spec_to_json (const struct ab_spec_s *s, unsigned flags)
 		json_object_set_new (o, "root",
 		                     json_pack ("{s:o, s:b}", "layers", strv_json (s->root.layers),
 		                                "read_only", s->root.read_only));
+	if (s->desktop)
+		json_object_set_new (o, "desktop", json_true ());
 	if (s->microvm_accel && strcmp (s->microvm_accel, "auto") != 0)
 		json_object_set_new (o, "microvm_accel", json_string (s->microvm_accel));
 	if (flags & AB_SPEC_JSON_INTERNAL) {

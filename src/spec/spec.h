@@ -89,6 +89,7 @@ struct ab_spec_s {
 	gid_t gid;
 	char *hostname;
 	ab_network_mode network;
+	bool desktop; /* Xvfb :99 and x11vnc on the sandbox's loopback (docs/browser.md) */
 	struct ab_egress_spec_s egress;
 	ab_tty_mode tty;
 	struct ab_limits_s limits;
