@@ -393,10 +393,17 @@ monitor_child (const struct ab_spec_s *spec, const char *id, const struct ab_mon
 {
 	if (spec->service_socket) {
 		pid_t m = fork ();
-		if (m != 0) {
+		if (m < 0) {
 			send (link, &m, sizeof m, MSG_NOSIGNAL);
-			_exit (m < 0);
+			_exit (1);
 		}
+		if (m > 0)
+			_exit (0);
+		/* The monitor sends its own pid, so it is on the link before any
+		 * report: sent by the parent, it could come after a fast start's
+		 * READY (and the caller would read READY as the pid). */
+		m = getpid ();
+		send (link, &m, sizeof m, MSG_NOSIGNAL);
 	}
 	run_monitor (spec, id, ops, ctx, keep, n_keep, link);
 }
