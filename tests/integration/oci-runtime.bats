@@ -218,6 +218,12 @@ rc_() {
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == running ]]
 	pm stop -t 5 p1
 	pm rm p1
+	# podman's cleanup (conmon's exit command) may call our delete a
+	# moment after rm returns: the group is gone within 10 s.
+	for ((i = 0; i < 100; i++)); do
+		[ -d "/sys/fs/cgroup/memory$mem" ] || break
+		sleep 0.1
+	done
 	[ ! -d "/sys/fs/cgroup/memory$mem" ]
 }
 
