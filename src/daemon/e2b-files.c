@@ -26,19 +26,6 @@
 #define BOUNDARY_MAX 200
 #define MAX_FILES    1000
 
-static void __attribute__ ((format (printf, 3, 4)))
-files_fail (struct ab_req_s *r, int status, const char *fmt, ...)
-{
-	char msg[AB_ERROR_MSG_MAX];
-	va_list ap;
-
-	va_start (ap, fmt);
-	vsnprintf (msg, sizeof msg, fmt, ap);
-	va_end (ap);
-	if (!r->responded)
-		ab_resp_json (r, status, json_pack ("{s:s, s:i}", "message", msg, "code", status));
-}
-
 static int
 status_of_err (const ab_error_t *err)
 {
@@ -54,7 +41,7 @@ status_of_err (const ab_error_t *err)
 static void
 fail_err (struct ab_req_s *r, const ab_error_t *err)
 {
-	files_fail (r, status_of_err (err), "%s", err->msg);
+	ab_e2b_api_fail (r, status_of_err (err), "%s", err->msg);
 }
 
 /* "v1_" + base64(sha256("path:op:user:token[:expiry]")) without padding. */
@@ -135,7 +122,7 @@ files_get (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path)
 		return;
 	}
 	if (st.type == AB_AGENT_FT_DIR) {
-		files_fail (call->r, 400, "%s is a directory", path);
+		ab_e2b_api_fail (call->r, 400, "%s is a directory", path);
 		return;
 	}
 	rc = ab_agent_file_read (c, path, &sink, &err);
@@ -426,7 +413,7 @@ files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 	int rc;
 
 	if (enc && !(len == 8 && strncasecmp (enc, "identity", 8) == 0)) {
-		files_fail (call->r, 415, "Content-Encoding %s is not accepted", "(gzip)");
+		ab_e2b_api_fail (call->r, 415, "Content-Encoding %s is not accepted", "(gzip)");
 		json_decref (out);
 		return;
 	}
@@ -446,7 +433,7 @@ files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 	if (rc < 0)
 		fail_err (call->r, &err);
 	else if (json_array_size (out) == 0)
-		files_fail (call->r, 400, "%s", "no file in the request");
+		ab_e2b_api_fail (call->r, 400, "%s", "no file in the request");
 	else {
 		ab_resp_json (call->r, 200, out);
 		return;
@@ -470,7 +457,7 @@ ab_e2b_files (struct ab_e2b_call_s *call)
 		return;
 	}
 	if (!get && strcmp (r->method, "POST") != 0) {
-		files_fail (r, 405, "%s is not allowed on /files", r->method);
+		ab_e2b_api_fail (r, 405, "%s is not allowed on /files", r->method);
 		return;
 	}
 	if (user && strcmp (user, "root") == 0)
@@ -480,11 +467,11 @@ ab_e2b_files (struct ab_e2b_call_s *call)
 	    && (!qpath
 	        || !signature_ok (call, qpath ? qpath : "", get ? "read" : "write",
 	                          user ? user : ""))) {
-		files_fail (r, 401, "%s", "missing or wrong X-Access-Token or signature");
+		ab_e2b_api_fail (r, 401, "%s", "missing or wrong X-Access-Token or signature");
 		return;
 	}
 	if (get && !qpath) {
-		files_fail (r, 400, "%s", "?path= is required");
+		ab_e2b_api_fail (r, 400, "%s", "?path= is required");
 		return;
 	}
 	c = ab_box_connect (r->d, call->b, &err);
