@@ -11,6 +11,7 @@
 #include "base/cleanup.h"
 #include "base/unix-socket.h"
 #include "base/xalloc.h"
+#include "cli/cli.h"
 #include "daemon/daemon.h"
 #include "net/websocket.h"
 
@@ -240,4 +241,24 @@ ab_client_take_host (int *argc, char **argv)
 	*argc = o;
 	argv[o] = NULL;
 	return host;
+}
+
+int
+ab_cli_post_print (const char *host, const char *path, json_t *body, bool as_json, const char *key)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	json_t *resp = ab_client_call (host, "POST", path, body, NULL, &err);
+
+	json_decref (body);
+	if (!resp) {
+		ab_cli_report (&err);
+		return AB_EXIT_FAILED;
+	}
+	if (as_json) {
+		json_dumpf (resp, stdout, JSON_INDENT (2));
+		putchar ('\n');
+	} else
+		printf ("%s\n", json_string_value (json_object_get (resp, key)));
+	json_decref (resp);
+	return 0;
 }

@@ -74,6 +74,11 @@ int ab_client_fail (struct ab_client_s *c, ab_error_t *err);
 json_t *ab_client_call (const char *host_opt, const char *method, const char *path, json_t *body,
                         int *status, ab_error_t *err);
 
+/* POST body (consumed) to path and print the answer: whole (as_json) or
+ * its string field `key` on a line; the command's exit status. */
+int ab_cli_post_print (const char *host, const char *path, json_t *body, bool as_json,
+                       const char *key);
+
 /* Remove "--host SOCKET" / "--host=SOCKET" (before any "--") from argv; returns it. */
 const char *ab_client_take_host (int *argc, char **argv);
 

@@ -126,7 +126,7 @@ ab_cmd_create (int argc, char **argv)
 	const char *host = ab_client_take_host (&argc, argv);
 	ab_error_t err = AB_ERROR_INIT;
 	bool as_json = false;
-	json_t *req, *resp;
+	json_t *req;
 
 	if (ab_pool_wanted (argc, argv))
 		return ab_pool_claim_cli (host, argc, argv, false);
@@ -136,17 +136,5 @@ ab_cmd_create (int argc, char **argv)
 		ab_cli_report (&err);
 		return AB_EXIT_FAILED;
 	}
-	resp = ab_client_call (host, "POST", "/v1/sandboxes", req, NULL, &err);
-	json_decref (req);
-	if (!resp) {
-		ab_cli_report (&err);
-		return AB_EXIT_FAILED;
-	}
-	if (as_json) {
-		json_dumpf (resp, stdout, JSON_INDENT (2));
-		putchar ('\n');
-	} else
-		printf ("%s\n", json_string_value (json_object_get (resp, "id")));
-	json_decref (resp);
-	return 0;
+	return ab_cli_post_print (host, "/v1/sandboxes", req, as_json, "id");
 }

@@ -175,7 +175,7 @@ pool_create (const char *host, int argc, char **argv)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	cleanup_free char **rest = xcalloc ((size_t)argc + 1, sizeof *rest);
-	json_t *def, *spec, *resp;
+	json_t *def, *spec;
 	const char *min = NULL, *max = NULL, *disk = NULL;
 	bool as_json = false;
 	int n = 0;
@@ -222,19 +222,7 @@ pool_create (const char *host, int argc, char **argv)
 		json_object_set_new (def, "max_ready", json_integer (strtoll (max, NULL, 10)));
 	if (disk)
 		json_object_set_new (def, "disk_limit", json_string (disk));
-	resp = ab_client_call (host, "POST", "/v1/pools", def, NULL, &err);
-	json_decref (def);
-	if (!resp) {
-		ab_cli_report (&err);
-		return AB_EXIT_FAILED;
-	}
-	if (as_json) {
-		json_dumpf (resp, stdout, JSON_INDENT (2));
-		putchar ('\n');
-	} else
-		printf ("%s\n", json_string_value (json_object_get (resp, "name")));
-	json_decref (resp);
-	return 0;
+	return ab_cli_post_print (host, "/v1/pools", def, as_json, "name");
 }
 
 static int
