@@ -22,7 +22,7 @@
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "cli/exec-server-cli.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 #include "spec/spec.h"
 
 static const char usage[] = "exec-server (--sandbox ID | --create [create options] [--keep])\n"

@@ -22,7 +22,7 @@
 #include "base/xalloc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 
 #define MAX_LINE (64u << 20)
 

@@ -23,7 +23,7 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 #include "cli/exec-server-cli.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 #include "net/http-server.h"
 #include "net/http-status.h"
 #include "net/listener.h"

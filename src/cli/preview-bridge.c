@@ -118,8 +118,8 @@ cmd_cdp (void)
 {
 	struct ab_iobuf_s in = { 0 };
 	int r = ab_preview_read_all (STDIN_FILENO, CDP_DOC_MAX, &in);
-	json_t *doc =
-	        ab_preview_cdp_answer (r == 0 ? ab_preview_bytes (&in) : NULL, ab_iobuf_len (&in));
+	json_t *doc = ab_preview_cdp_answer (r == 0 ? ab_preview_bytes (&in) : NULL,
+	                                     ab_iobuf_len (&in), "/tmp");
 
 	ab_iobuf_free (&in);
 	return print_json (doc);

@@ -21,7 +21,7 @@
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 
 struct ws_session_s {
 	struct ab_req_s *r;

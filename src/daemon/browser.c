@@ -334,7 +334,7 @@ wait_devtools (ab_agent_conn_t *c, struct ab_browser_s *s, ab_error_t *err)
 static int
 find_page (struct ab_daemon_s *d, struct ab_box_s *b, struct ab_browser_s *s, ab_error_t *err)
 {
-	json_t *list = ab_cdp_http_json (d, b, s->port, "/json/list", err), *t;
+	json_t *list = ab_browser_http_json (d, b, s->port, "/json/list", err), *t;
 	size_t i;
 
 	if (!list)

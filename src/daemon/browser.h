@@ -6,7 +6,7 @@
  *   browser.c        sessions: launch, lookup, crash detection, close
  *   browser-cdp.c    a CDP client over one agent port stream (WebSocket)
  *   browser-ops.c    the REST operations (navigate, click, ... close)
- *   browser-url.c    the URL policy checked before and after navigation
+ *   net/browser-url.c the URL policy checked before and after navigation
  *   browser-relay.c  GET .../browser/{session}/cdp: raw CDP for tools
  *   vnc.c            the desktop (Xvfb, x11vnc) and GET .../vnc */
 #ifndef AB_DAEMON_BROWSER_H
@@ -18,6 +18,8 @@
 
 #include "base/error.h"
 #include "daemon/daemon-internal.h"
+#include "net/browser-url.h"
+#include "net/cdp.h"
 #include "net/http-io.h"
 #include "policy/egress-policy.h"
 
@@ -26,7 +28,7 @@
 #define AB_BROWSER_ID_LEN       16
 /* Screenshots travel in chunks of this size, never past the cap. */
 #define AB_BROWSER_SHOT_CHUNK (64 * 1024)
-#define AB_BROWSER_SHOT_MAX   (10 * 1024 * 1024)
+#define AB_BROWSER_SHOT_MAX   AB_CDP_SHOT_MAX
 
 struct ab_browser_s {
 	struct ab_browser_s *next;
@@ -57,37 +59,12 @@ void ab_browser_unref (struct ab_browser_s *s);
 void ab_browser_end (struct ab_daemon_s *d, struct ab_box_s *b, struct ab_browser_s *s);
 
 /* --- browser-cdp.c --- */
-struct ab_cdp_s {
-	struct ab_http_io_s io;
-	int fd;
-	int next_id;
-	int timeout_ms;
-};
 /* A WebSocket to path (a DevTools endpoint) on port in the sandbox. */
-int ab_cdp_open (struct ab_daemon_s *d, struct ab_box_s *b, uint16_t port, const char *path,
-                 struct ab_cdp_s *c, ab_error_t *err);
-void ab_cdp_close (struct ab_cdp_s *c);
-/* One command; *result is the answer's "result" (owned), events between
- * are skipped.  An error answer is AB_E_INVALID with its message. */
-int ab_cdp_call (struct ab_cdp_s *c, const char *method, json_t *params /* stolen */,
-                 json_t **result, ab_error_t *err);
+int ab_browser_cdp_open (struct ab_daemon_s *d, struct ab_box_s *b, uint16_t port, const char *path,
+                         struct ab_cdp_s *c, ab_error_t *err);
 /* GET path over HTTP on port in the sandbox, its JSON body. */
-json_t *ab_cdp_http_json (struct ab_daemon_s *d, struct ab_box_s *b, uint16_t port,
-                          const char *path, ab_error_t *err);
-/* Runtime.evaluate of expr (awaiting a promise), the value as JSON; a
- * thrown exception is AB_E_INVALID with its text. */
-json_t *ab_cdp_eval (struct ab_cdp_s *c, const char *expr, ab_error_t *err);
-
-/* --- browser-url.c --- */
-/* Only http and https; credentials in the URL, control characters and
- * backslashes refused; the host as ab_hostport_parse reads it (canonical
- * IPv4 only: every other numeric spelling refused) and checked with
- * ab_egress_check_host against policy.  policy NULL: a sandbox without
- * network, where only its own loopback can be reached.  The refusal's
- * message names the reason ("blocked URL scheme: file", "loopback address
- * 127.0.0.1", ...). */
-int ab_browser_url_check (const struct ab_egress_policy_s *policy, const char *url,
-                          ab_error_t *err);
+json_t *ab_browser_http_json (struct ab_daemon_s *d, struct ab_box_s *b, uint16_t port,
+                              const char *path, ab_error_t *err);
 
 /* --- browser-ops.c --- */
 /* Run op with its JSON arguments; the answer is sent. */

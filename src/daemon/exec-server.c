@@ -14,7 +14,7 @@
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 
 void
 ab_xs_fail (struct ab_xs_reply_s *out, int code, const char *fmt, ...)

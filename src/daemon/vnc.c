@@ -35,7 +35,7 @@
 #include "base/parse.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 
 #define VNC_PORT         5900
 #define DESKTOP_DIR      "/tmp/agentbox-desktop"

@@ -61,8 +61,8 @@ wait_deadline (struct ab_http_io_s *io)
 	}
 }
 
-static ssize_t
-fill (struct ab_http_io_s *io)
+ssize_t
+ab_http_io_fill (struct ab_http_io_s *io)
 {
 	ssize_t n;
 
@@ -111,7 +111,7 @@ read_head (struct ab_http_io_s *io, bool request, bool req_is_head, struct ab_ht
 	e->status = 0;
 	e->reason = "connection closed";
 	while ((end = ab_http_head_end (io->buf, io->len, &scan, &lim, e)) == 0) {
-		ssize_t n = io->len < AB_HTTP_IO_BUF ? fill (io) : 0;
+		ssize_t n = io->len < AB_HTTP_IO_BUF ? ab_http_io_fill (io) : 0;
 		if (n == 0 && io->len == 0)
 			return 0;
 		if (n <= 0) {
@@ -156,7 +156,7 @@ need (struct ab_http_io_s *io, ab_error_t *err)
 
 	if (io->off < io->len)
 		return 1;
-	n = fill (io);
+	n = ab_http_io_fill (io);
 	if (n < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "read request body");
 	return n > 0;

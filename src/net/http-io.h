@@ -46,6 +46,9 @@ struct ab_http_io_s {
 };
 
 void ab_http_io_init (struct ab_http_io_s *io, int fd, size_t max_head);
+/* More bytes into the buffer (after an upgrade: the WebSocket reader's):
+ * > 0 bytes, 0 at EOF, -1 with errno (ETIMEDOUT past io->deadline_ms). */
+ssize_t ab_http_io_fill (struct ab_http_io_s *io);
 void ab_http_io_free (struct ab_http_io_s *io);
 
 /* Read and parse the next request (server) or response (client) head.

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -299,4 +300,98 @@ ab_resolve_cancel (struct ab_resolver_s *r, struct ab_resolve_job_s *job)
 	/* Running or done: on_done frees it without calling back. */
 	job->cancelled = true;
 	pthread_mutex_unlock (&r->mu);
+}
+
+/* --- one blocking lookup under a deadline ---------------------------------- */
+
+/* Shared by the caller and its worker thread; the last one out frees it
+ * (a caller that gave up leaves the worker to finish getaddrinfo). */
+struct sync_job_s {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned refs;
+	bool done;
+	struct ab_resolve_job_s job;
+};
+
+static void
+sync_unref (struct sync_job_s *s)
+{
+	bool last;
+
+	pthread_mutex_lock (&s->mu);
+	last = --s->refs == 0;
+	pthread_mutex_unlock (&s->mu);
+	if (!last)
+		return;
+	free (s->job.name);
+	free (s->job.res.addrs);
+	pthread_mutex_destroy (&s->mu);
+	pthread_cond_destroy (&s->cv);
+	free (s);
+}
+
+static void *
+sync_worker (void *arg)
+{
+	struct sync_job_s *s = arg;
+
+	lookup (&s->job);
+	pthread_mutex_lock (&s->mu);
+	s->done = true;
+	pthread_cond_signal (&s->cv);
+	pthread_mutex_unlock (&s->mu);
+	sync_unref (s);
+	return NULL;
+}
+
+int
+ab_resolve_sync (const char *name, unsigned timeout_ms, struct ab_resolve_result_s *out,
+                 ab_error_t *err)
+{
+	struct sync_job_s *s = xcalloc (1, sizeof *s);
+	pthread_condattr_t ca;
+	pthread_attr_t ta;
+	pthread_t t;
+	struct timespec until;
+	int rc = 0;
+
+	memset (out, 0, sizeof *out);
+	pthread_mutex_init (&s->mu, NULL);
+	pthread_condattr_init (&ca);
+	pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+	pthread_cond_init (&s->cv, &ca);
+	pthread_condattr_destroy (&ca);
+	s->refs = 2;
+	s->job.name = xstrdup (name);
+	pthread_attr_init (&ta);
+	pthread_attr_setdetachstate (&ta, PTHREAD_CREATE_DETACHED);
+	if ((errno = pthread_create (&t, &ta, sync_worker, s)) != 0) {
+		pthread_attr_destroy (&ta);
+		s->refs = 1;
+		sync_unref (s);
+		return ab_error (err, errno, AB_E_SYSTEM, "starting a resolver thread");
+	}
+	pthread_attr_destroy (&ta);
+	clock_gettime (CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock (&s->mu);
+	while (!s->done && rc == 0)
+		rc = pthread_cond_timedwait (&s->cv, &s->mu, &until);
+	if (s->done) {
+		*out = s->job.res;
+		s->job.res = (struct ab_resolve_result_s){ 0 };
+		rc = 0;
+	}
+	pthread_mutex_unlock (&s->mu);
+	sync_unref (s);
+	if (rc != 0)
+		return ab_error (err, 0, AB_E_LIMIT, "resolving %s took over %u ms", name,
+		                 timeout_ms);
+	return 0;
 }

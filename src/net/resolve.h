@@ -47,4 +47,11 @@ struct ab_resolve_job_s *ab_resolver_submit (struct ab_resolver_s *r, const char
 /* The callback will not be called; the job is freed by the resolver. */
 void ab_resolve_cancel (struct ab_resolver_s *r, struct ab_resolve_job_s *job);
 
+/* One lookup for a caller that may block (a request's thread), given up
+ * after timeout_ms (AB_E_LIMIT; the lookup's thread then finishes on its
+ * own).  *out is the caller's to free (out->addrs); a failed lookup is 0
+ * with out->gai_error set. */
+int ab_resolve_sync (const char *name, unsigned timeout_ms, struct ab_resolve_result_s *out,
+                     ab_error_t *err);
+
 #endif

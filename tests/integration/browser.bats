@@ -81,8 +81,14 @@ setup_file() {
 		sleep 0.1
 	done
 	# each Chromium is ~60 tasks: ten of them need more than the default 512 pids
-	api /v1/sandboxes -d "{\"backend\": \"native\", \"network\": \"proxy\", \"limits\": {\"pids\": 4096}, \"egress\":
-		{\"allow_hosts\": [\"127.0.0.2\"], \"allow_cidrs\": [\"127.0.0.2/32\"],
+	# the machine's own name is allowed by name: the URL policy resolves it
+	# and refuses its answers (a host address); the build directory is
+	# the sandbox's /opt/agentbox, for the preview bridge's cdp-automation
+	export HOSTNAME_ALLOWED
+	HOSTNAME_ALLOWED="$(hostname)"
+	api /v1/sandboxes -d "{\"backend\": \"native\", \"network\": \"proxy\", \"limits\": {\"pids\": 4096},
+		\"mounts\": [{\"type\": \"ro\", \"source\": \"$(dirname "$AGENTBOX")\", \"destination\": \"/opt/agentbox\"}],
+		\"egress\": {\"allow_hosts\": [\"127.0.0.2\", \"$HOSTNAME_ALLOWED\"], \"allow_cidrs\": [\"127.0.0.2/32\"],
 		 \"audit_log\": \"$F/audit.log\"}}" >"$F/created"
 	export ID PORT_TOKEN S
 	ID="$(jq -er .id "$F/created")"
@@ -167,6 +173,55 @@ teardown_file() {
 	jq -r .error.message "$F/body" | grep -q "10 MB"
 	[ "$(op page_info '{}')" = 200 ]
 	[ "$(jq -r .title "$F/body")" = huge ]
+}
+
+# cdp-automation DOC: the preview bridge inside the sandbox, its answer in $F/cdp
+cdp() {
+	jq -n --arg d "$1" '{cmd: ["sh", "-c", "printf %s \"$1\" | /opt/agentbox/agentbox preview-bridge cdp-automation", "sh", $d], wait: true}' >"$F/cdp-req"
+	api "/v1/sandboxes/$ID/exec" -d @"$F/cdp-req" >"$F/cdp-exec"
+	jq -r .stdout "$F/cdp-exec" >"$F/cdp"
+	cat "$F/cdp"
+}
+
+@test "t3-preview-bridge cdp-automation inside the sandbox drives the session's browser" {
+	cdp "{\"operation\": \"navigate\", \"input\": {\"url\": \"http://127.0.0.2:8080/\", \"session\": \"$S\"}, \"timeoutMs\": 20000}"
+	[ "$(jq -r .ok "$F/cdp")" = true ]
+	[ "$(jq -r .result.title "$F/cdp")" = "form page" ]
+	# no session named: the newest (the file's only one so far)
+	cdp '{"operation": "type", "input": {"selector": "#q", "text": "from the bridge"}}'
+	[ "$(jq -r .ok "$F/cdp")" = true ]
+	cdp '{"operation": "click", "input": {"selector": "#go"}}'
+	cdp '{"operation": "waitForSelector", "input": {"selector": "#done"}, "timeoutMs": 10000}'
+	[ "$(jq -r .result.found "$F/cdp")" = true ]
+	grep -q '^POST /submit q=from+the+bridge$' "$F/origin.log"
+	cdp '{"operation": "navigate", "input": {"url": "http://127.0.0.2:8080/red"}}'
+	cdp '{"operation": "screenshot", "input": {"fullPage": false}}'
+	[ "$(jq -r .result.mimeType "$F/cdp")" = image/png ]
+	jq -r .result.data "$F/cdp" | base64 -d >"$F/bridge.png"
+	[ "$(python3 "$HERE/png.py" "$F/bridge.png" 10 10 | cut -d' ' -f3-)" = "255 0 0" ]
+	cdp '{"operation": "evaluate", "input": {"expression": "6 * 7"}}'
+	[ "$(jq -c .result.value "$F/cdp")" = 42 ]
+	# the URL policy: a metadata address and a redirect to one
+	cdp '{"operation": "navigate", "input": {"url": "http://169.254.169.254/"}}'
+	[ "$(jq -r .error.code "$F/cdp")" = blocked_url ]
+	cdp '{"operation": "navigate", "input": {"url": "http://127.0.0.2:8080/redirect?to=http://169.254.169.254/x"}}'
+	[ "$(jq -r .error.code "$F/cdp")" = blocked_url ]
+	jq -r .error.message "$F/cdp" | grep -q '^blocked redirect URL: http://169.254.169.254/x'
+	# timeoutMs is clamped to 1,000..60,000: 5 ms waits a second
+	start=$(date +%s%N)
+	cdp '{"operation": "wait_for_selector", "input": {"selector": "#never"}, "timeoutMs": 5}'
+	[ "$(jq -r .error.code "$F/cdp")" = timeout ]
+	[ $(( ($(date +%s%N) - start) / 1000000 )) -ge 1000 ]
+	cdp '{"operation": "fly"}'
+	[ "$(jq -r .error.code "$F/cdp")" = unknown_operation ]
+	cdp '{"operation": "click", "input": {"session": "0000000000000000", "selector": "a"}}'
+	[ "$(jq -r .error.code "$F/cdp")" = automation_unsupported ]
+}
+
+@test "URL policy: a name is resolved and every answer checked" {
+	getent hosts "$HOSTNAME_ALLOWED" >/dev/null || skip "$HOSTNAME_ALLOWED does not resolve on this machine"
+	[ "$(op navigate "{\"url\": \"http://$HOSTNAME_ALLOWED:8080/\"}")" = 403 ]
+	jq -r .error.message "$F/body" | grep -q "^$HOSTNAME_ALLOWED resolves to "
 }
 
 @test "URL policy: every other scheme and every odd spelling of an address is refused" {
@@ -287,6 +342,28 @@ teardown_file() {
 	[ "$code" = 410 ]
 	jq -r .error.message "$F/body" | grep -q "the browser crashed (killed by signal 9)"
 	[ "$(api "/v1/sandboxes/$ID/browser/$s/page_info" -d '{}' -o /dev/null -w '%{http_code}')" = 404 ]
+}
+
+@test "the sandbox's memory limit holds for the browser: a page past it is killed, the sandbox lives" {
+	id3="$(api /v1/sandboxes -d '{"backend": "native", "limits": {"memory": "768M", "pids": 1024}}' | jq -er .id)"
+	s3="$(api "/v1/sandboxes/$id3/browser" -d '{}' | jq -er .session)"
+	hpid="$(pgrep -f "agentbox-browser-$s3" | head -1)"
+	mcg="$(sed -n 's/^[0-9]*:memory:\(.*\)$/\1/p' "/proc/$hpid/cgroup")"
+	[ -n "$mcg" ] && [ "$mcg" != / ]
+	mdir="/sys/fs/cgroup/memory$mcg"
+	# 2 GiB touched in the page
+	code="$(api "/v1/sandboxes/$id3/browser/$s3/evaluate" -o "$F/body" -w '%{http_code}' \
+		-d '{"expression": "(() => { const a = []; for (let i = 0; i < 32; i++) { const b = new Uint8Array(64 << 20); b.fill(1); a.push(b); } return a.length; })()"}')"
+	cat "$F/body"
+	[ "$code" != 200 ]
+	jq -r .error.message "$F/body" | grep -q "the page crashed"
+	limit="$(cat "$mdir/memory.limit_in_bytes")"
+	[ "$limit" -le $((768 * 1024 * 1024)) ]
+	[ "$(cat "$mdir/memory.max_usage_in_bytes")" -le "$limit" ]
+	# the kernel's OOM killer of this group ended the renderer
+	[ "$(sed -n 's/^oom_kill //p' "$mdir/memory.oom_control")" -ge 1 ]
+	[ "$(api "/v1/sandboxes/$id3/exec" -d '{"cmd": "echo alive", "wait": true}' | jq -r .stdout)" = alive ]
+	[ "$(api "/v1/sandboxes/$id3?force=1" -X DELETE -o /dev/null -w '%{http_code}')" = 204 ]
 }
 
 @test "nothing of the browser outlives the sandbox" {

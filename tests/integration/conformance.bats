@@ -63,7 +63,10 @@ no_monitors() {
 }
 
 @test "signals: SIGTERM to agentbox run reaches the command's process group" {
-	timeout -k 2 60 "$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" -- sh -c \
+	# timeout passes the TERM on to agentbox run, then SIGKILLs it after
+	# -k's delay: that delay must outlast the forwarded signal's way to the
+	# command and back under load (2 s did not, on Docker in CI)
+	timeout -k 25 60 "$AGENTBOX" run "${AB_BACKEND_ARGS[@]}" --workspace "$WS" -- sh -c \
 		"trap 'echo got-term; exit 7' TERM; echo ready >/workspace/ready; sleep 50 & wait" \
 		>"$WS/out" 2>&1 </dev/null &
 	local pid=$!

@@ -1,8 +1,9 @@
-/* Unit tests for the browser's URL policy (daemon/browser-url.c): schemes,
+/* Unit tests for the browser's URL policy (net/browser-url.c): schemes,
  * odd text, credentials, every spelling of a literal address, names by
  * name, the sandbox's allow-cidr, and a sandbox without network.  Table
  * driven; the sandbox policy is the egress proxy's own with no host
- * addresses loaded (pure). */
+ * addresses loaded (pure: no name is resolved; browser.bats checks the
+ * resolution, in a network namespace of its own). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/browser.h"
+#include "net/browser-url.h"
 
 #define N(a) (sizeof (a) / sizeof (a)[0])
 
@@ -79,7 +80,7 @@ run_cases (const struct ab_egress_policy_s *p, const struct url_case_s *v, size_
 {
 	for (size_t i = 0; i < n; i++) {
 		ab_error_t err = AB_ERROR_INIT;
-		int rc = ab_browser_url_check (p, v[i].url, &err);
+		int rc = ab_browser_url_check (p, v[i].url, false, &err);
 		if (rc != v[i].rc || (rc < 0 && err.kind != v[i].kind)
 		    || (rc < 0 && v[i].msg && !strstr (err.msg, v[i].msg)))
 			fail_msg ("%s: rc %d kind %d '%s'", v[i].url, rc, (int)err.kind, err.msg);

@@ -18,7 +18,7 @@
 
 #include "daemon/daemon-internal.h"
 #include "daemon/http-io.h"
-#include "daemon/websocket.h"
+#include "net/ws-io.h"
 #include "net/http-status.h"
 
 #define N(a) (sizeof (a) / sizeof (a)[0])

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -545,7 +547,8 @@ test_cdp (void **state)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		json_t *a =
-		        ab_preview_cdp_answer (cases[i].in, cases[i].in ? strlen (cases[i].in) : 0);
+		        ab_preview_cdp_answer (cases[i].in, cases[i].in ? strlen (cases[i].in) : 0,
+		                               "/nonexistent-profiles");
 		char *text = json_dumps (a, JSON_COMPACT);
 		char want[512];
 
@@ -559,6 +562,48 @@ test_cdp (void **state)
 		free (text);
 		json_decref (a);
 	}
+}
+
+/* A session's profile whose DevTools port is closed: the browser is
+ * found, so the answers are the operation's own errors. */
+static void
+test_cdp_session (void **state)
+{
+	static const struct {
+		const char *in;
+		const char *code;
+	} cases[] = {
+		{ "{\"operation\":\"fly\"}", "unknown_operation" },
+		{ "{\"operation\":\"screenshot\",\"timeoutMs\":1}", "browser_error" },
+		{ "{}", "invalid_input" },
+		{ "{\"operation\":\"click\",\"input\":{\"session\":\"../../x\"}}",
+		  "automation_unsupported" },
+	};
+	char dir[] = "/tmp/test-cdp-XXXXXX";
+	char path[256];
+	FILE *f;
+
+	(void)state;
+	assert_non_null (mkdtemp (dir));
+	snprintf (path, sizeof path, "%s/agentbox-browser-0123456789abcdef", dir);
+	assert_int_equal (mkdir (path, 0700), 0);
+	strcat (path, "/DevToolsActivePort");
+	assert_non_null (f = fopen (path, "w"));
+	fputs ("1\n/devtools/browser/x\n", f);
+	fclose (f);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *a = ab_preview_cdp_answer (cases[i].in, strlen (cases[i].in), dir);
+		const char *code =
+		        json_string_value (json_object_get (json_object_get (a, "error"), "code"));
+		assert_false (json_is_true (json_object_get (a, "ok")));
+		assert_non_null (code);
+		assert_string_equal (code, cases[i].code);
+		json_decref (a);
+	}
+	unlink (path);
+	*strrchr (path, '/') = '\0';
+	rmdir (path);
+	rmdir (dir);
 }
 
 int
@@ -579,6 +624,7 @@ main (void)
 		cmocka_unit_test (test_signal_invalid),
 		cmocka_unit_test (test_signal_bounds),
 		cmocka_unit_test (test_cdp),
+		cmocka_unit_test (test_cdp_session),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -4,8 +4,8 @@
  * way round).  The framing, its checks and the handshake keys are the one
  * codec's (net/websocket.h); this file only moves its frames through
  * net/http-io.h's buffered reader and a blocking write. */
-#ifndef AB_DAEMON_WEBSOCKET_H
-#define AB_DAEMON_WEBSOCKET_H
+#ifndef AB_NET_WS_IO_H
+#define AB_NET_WS_IO_H
 
 #include <stdbool.h>
 #include <stddef.h>

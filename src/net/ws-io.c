@@ -1,5 +1,5 @@
-/* WebSocket messages over a blocking socket: see websocket.h. */
-#include "daemon/websocket.h"
+/* WebSocket messages over a blocking socket: see ws-io.h. */
+#include "net/ws-io.h"
 
 #include <errno.h>
 #include <string.h>
@@ -32,7 +32,10 @@ ab_ws_send (int fd, int opcode, const void *buf, size_t len, bool mask)
 	return r;
 }
 
-/* Exactly n bytes through io's buffer: 1, or 0 on EOF before the first. */
+/* Exactly n bytes through io's buffer, each read bounded by
+ * io->deadline_ms when it is set (a peer that never answers, such as a
+ * crashed browser's DevTools, is ETIMEDOUT): 1, or 0 on EOF before the
+ * first. */
 static int
 read_exact (struct ab_http_io_s *io, void *out, size_t n, ab_error_t *err)
 {
@@ -40,18 +43,16 @@ read_exact (struct ab_http_io_s *io, void *out, size_t n, ab_error_t *err)
 
 	while (got < n) {
 		if (io->off == io->len) {
-			ssize_t r;
-			io->off = io->len = 0;
-			do
-				r = read (io->fd, io->buf, AB_HTTP_IO_BUF);
-			while (r < 0 && errno == EINTR);
+			ssize_t r = ab_http_io_fill (io);
+			if (r < 0 && errno == ETIMEDOUT)
+				return ab_error (err, errno, AB_E_LIMIT,
+				                 "no answer on the websocket in time");
 			if (r < 0)
 				return ab_error (err, errno, AB_E_SYSTEM, "websocket read");
 			if (r == 0)
 				return got == 0 ? 0
 				                : ab_error (err, 0, AB_E_SYSTEM,
 				                            "websocket closed inside a frame");
-			io->len = (size_t)r;
 		}
 		size_t take = io->len - io->off;
 		if (take > n - got)

@@ -1,16 +1,16 @@
-/* The URL policy of the browser's navigations (docs/browser.md): early,
- * clear refusals before Chromium is asked to load anything, and the check
- * of the final URL after it (a redirect).  The egress proxy stays the real
- * wall: every byte the browser fetches goes through it and meets the same
- * policy there, after resolution (this check does not resolve names; the
- * proxy resolves once and classifies every answer). */
-#include "daemon/browser.h"
+/* The URL policy of the browser's navigations: see browser-url.h.  The
+ * egress proxy stays the real wall: every byte the browser fetches goes
+ * through it and meets the same policy there, after its own resolution
+ * (the answers may differ from ours; both are checked). */
+#include "net/browser-url.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/cleanup.h"
 #include "base/xalloc.h"
+#include "net/resolve.h"
 #include "policy/hostname.h"
 #include "policy/netaddr.h"
 
@@ -62,8 +62,27 @@ check_no_network (const struct ab_hostport_s *hp, ab_error_t *err)
 	                 "the sandbox has no network (only its own loopback): %s", hp->host);
 }
 
+/* Every answer of the name; one denied answer denies the URL. */
+static int
+check_answers (const struct ab_egress_policy_s *policy, const char *name, ab_error_t *err)
+{
+	struct ab_resolve_result_s res;
+	ab_error_t slow = AB_ERROR_INIT;
+	struct ab_egress_verdict_s v;
+	int rc = 0;
+
+	if (ab_resolve_sync (name, AB_BROWSER_URL_RESOLVE_MS, &res, &slow) < 0)
+		return 0;
+	for (size_t i = 0; i < res.n && rc == 0; i++)
+		if (!ab_egress_check_ab_addr (policy, &res.addrs[i], &v))
+			rc = ab_error (err, 0, AB_E_DENIED, "%s resolves to %s", name, v.reason);
+	free (res.addrs);
+	return rc;
+}
+
 int
-ab_browser_url_check (const struct ab_egress_policy_s *policy, const char *url, ab_error_t *err)
+ab_browser_url_check (const struct ab_egress_policy_s *policy, const char *url, bool resolve,
+                      ab_error_t *err)
 {
 	struct ab_hostport_s hp;
 	struct ab_egress_verdict_s v;
@@ -90,5 +109,7 @@ ab_browser_url_check (const struct ab_egress_policy_s *policy, const char *url, 
 		return check_no_network (&hp, err);
 	if (!ab_egress_check_host (policy, &hp, &v))
 		return ab_error (err, 0, AB_E_DENIED, "%s", v.reason);
+	if (resolve && hp.kind == AB_HOST_NAME && ab_egress_policy_resolve_names (policy))
+		return check_answers (policy, hp.host, err);
 	return 0;
 }
