@@ -16,6 +16,7 @@
 # that writes to its root.
 #
 # HOST_IMAGE_WHY is set when the host lacks something (then it returns 1).
+# shellcheck disable=SC2034 # HOST_IMAGE_WHY is the caller's to read
 
 HOST_IMAGE_COMMANDS=(sh dash bash cat ls stat cut head tail tr od id env sleep mkdir rm rmdir
 	touch grep sort timeout seq true false echo pwd wc sed ln cp mv chmod find xargs uname
