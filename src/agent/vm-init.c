@@ -6,7 +6,8 @@
  *   1. devtmpfs, proc and sysfs in the initramfs; the console as stdio;
  *   2. the boot configuration from /proc/cmdline (proto/vm-boot.h);
  *   3. the modules, in the order the image builder took from modules.dep
- *      (virtio transport, virtio console, 9p), then module loading is
+ *      (virtio transport, virtio console, 9p; for a layered root also
+ *      virtio_blk, ext4 and overlay from /modules.disk), then module loading is
  *      switched off for good (kernel.modules_disabled): no command can
  *      make the kernel load anything later (request_module runs modprobe
  *      with full privileges);
@@ -45,6 +46,7 @@
 #include "base/sys.h"
 
 #define MODULES_LIST  "/modules"
+#define MODULES_DISK  "/modules.disk" /* loaded only for a layered root */
 #define PORT_WAIT_MS  10000
 #define CGROUP_DIR    "/sys/fs/cgroup"
 #define SANDBOX_GROUP CGROUP_DIR "/sandbox"
@@ -120,13 +122,13 @@ write_small (const char *path, const char *text, ab_error_t *err)
 }
 
 static int
-load_modules (ab_error_t *err)
+load_modules (const char *list_path, ab_error_t *err)
 {
 	char list[8192];
 	char *save = NULL;
 
-	if (read_small (MODULES_LIST, list, sizeof list) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "read %s", MODULES_LIST);
+	if (read_small (list_path, list, sizeof list) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "read %s", list_path);
 	for (char *line = strtok_r (list, "\n", &save); line; line = strtok_r (NULL, "\n", &save)) {
 		cleanup_close int fd = open (line, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -219,8 +221,11 @@ boot (struct ab_vm_boot_s *cfg, int *port, ab_error_t *err)
 
 	if (read_small ("/proc/cmdline", cmdline, sizeof cmdline) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "read /proc/cmdline");
-	if (ab_vm_boot_parse (cmdline, cfg, err) < 0 || load_modules (err) < 0)
+	if (ab_vm_boot_parse (cmdline, cfg, err) < 0 || load_modules (MODULES_LIST, err) < 0)
 		return -1;
+	if (ab_vm_boot_has_disk (cfg) && load_modules (MODULES_DISK, err) < 0)
+		return ab_error_wrap (err, "a layered root needs a guest built with its modules "
+		                           "(scripts/build-guest)");
 	if (write_small ("/proc/sys/kernel/modules_disabled", "1", err) < 0)
 		return -1;
 	if ((*port = find_port (err)) < 0 || limit_pids (cfg->pids, err) < 0

@@ -1,7 +1,8 @@
 /* The microVM guest's root filesystem, built by the agent (the guest's
  * /init, all capabilities, nothing else running yet) at AB_VM_NEWROOT:
  *
- *   tmpfs (or the image share)  read-only once built
+ *   tmpfs (or the image share)  read-only once built; a layered root: its
+ *                               disk under a tmpfs overlay, writable
  *   ├─ host shares (9p)         read-only, nosuid, nodev; links as on the host
  *   ├─ /workspace (9p)          read-write, nosuid, nodev
  *   ├─ /dev                     tmpfs: null zero full random urandom tty, pts, shm
@@ -26,6 +27,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/vm.h"
@@ -40,6 +42,12 @@
 #define NINEP_RO  "trans=virtio,version=9p2000.L,msize=512000,cache=loose"
 #define NINEP_RW  "trans=virtio,version=9p2000.L,msize=512000,cache=mmap"
 #define MASK_FILE "/masked"
+/* A layered root (agentbox.m=disk): the first virtio disk, its mount and
+ * the overlay's upper in the initramfs (out of the sandbox's reach). */
+#define DISK_DEV     "/dev/vda"
+#define DISK_LOWER   "/disk"
+#define DISK_UPPER   "/disk-upper"
+#define DISK_WAIT_MS 10000
 
 static const struct {
 	const char *name;
@@ -281,24 +289,88 @@ apply_entry (int root, const struct ab_vm_entry_s *e, ab_error_t *err)
 		return mount_at (root, e->path, "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 	case AB_VM_LINK: return make_link (root, e->path, e->target, err);
 	case AB_VM_MASK: return mask (root, e->path, err);
-	case AB_VM_ROOT: return 0;
+	case AB_VM_ROOT:
+	case AB_VM_DISK: return 0;
 	}
 	return 0;
 }
 
 static const struct ab_vm_entry_s *
-root_share (const struct ab_vm_boot_s *boot)
+find_entry (const struct ab_vm_boot_s *boot, enum ab_vm_entry_kind kind)
 {
 	for (size_t i = 0; i < boot->n_entries; i++)
-		if (boot->entries[i].kind == AB_VM_ROOT)
+		if (boot->entries[i].kind == kind)
 			return &boot->entries[i];
 	return NULL;
+}
+
+bool
+ab_vm_boot_has_disk (const struct ab_vm_boot_s *boot)
+{
+	return find_entry (boot, AB_VM_DISK) != NULL;
+}
+
+/* The disk appears in devtmpfs once virtio_blk probed it. */
+static int
+wait_disk (ab_error_t *err)
+{
+	struct stat st;
+
+	for (int waited = 0; waited < DISK_WAIT_MS; waited += 5) {
+		if (stat (DISK_DEV, &st) == 0 && S_ISBLK (st.st_mode))
+			return 0;
+		nanosleep (&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	return ab_error (err, ENOENT, AB_E_SYSTEM, "the root disk %s did not appear", DISK_DEV);
+}
+
+/* A layered root: the host's ext4 image of the merged layers, read-only,
+ * under an overlay whose upper is a tmpfs of the guest's (the sandbox's
+ * writes cost guest memory and vanish with the VM).  Read-only roots get
+ * the same overlay, made read-only once the mount points exist (an image
+ * need not have /workspace or /proc). */
+static int
+mount_disk_root (ab_error_t *err)
+{
+	static const char *const dirs[] = { DISK_LOWER, DISK_UPPER };
+
+	if (wait_disk (err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+		if (mkdir (dirs[i], 0700) < 0 && errno != EEXIST)
+			return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", dirs[i]);
+	if (mount (DISK_DEV, DISK_LOWER, "ext4", MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "mount the root disk");
+	if (mount ("tmpfs", DISK_UPPER, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0
+	    || mkdir (DISK_UPPER "/upper", 0755) < 0 || mkdir (DISK_UPPER "/work", 0700) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "the root's upper layer");
+	if (mount ("overlay", AB_VM_NEWROOT, "overlay", MS_NOSUID | MS_NODEV,
+	           "lowerdir=" DISK_LOWER ",upperdir=" DISK_UPPER "/upper,workdir=" DISK_UPPER
+	           "/work")
+	    < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "mount the root's overlay");
+	return 0;
+}
+
+static int
+mount_new_root (const struct ab_vm_boot_s *boot, ab_error_t *err)
+{
+	const struct ab_vm_entry_s *img = find_entry (boot, AB_VM_ROOT);
+
+	if (find_entry (boot, AB_VM_DISK))
+		return mount_disk_root (err);
+	if (img ? mount (img->tag, AB_VM_NEWROOT, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV, NINEP_RO)
+	        : mount ("tmpfs", AB_VM_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
+	                 "mode=0755,size=1m"))
+		return ab_error (err, errno, AB_E_SYSTEM, "mount the new root");
+	return 0;
 }
 
 int
 ab_vm_build_root (const struct ab_vm_boot_s *boot, ab_error_t *err)
 {
-	const struct ab_vm_entry_s *img = root_share (boot);
+	const struct ab_vm_entry_s *img = find_entry (boot, AB_VM_ROOT);
+	const struct ab_vm_entry_s *disk = find_entry (boot, AB_VM_DISK);
 	cleanup_close int root = -1;
 	int proc;
 
@@ -308,10 +380,8 @@ ab_vm_build_root (const struct ab_vm_boot_s *boot, ab_error_t *err)
 	if (root < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", MASK_FILE);
 	close (root);
-	if (img ? mount (img->tag, AB_VM_NEWROOT, "9p", MS_RDONLY | MS_NOSUID | MS_NODEV, NINEP_RO)
-	        : mount ("tmpfs", AB_VM_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
-	                 "mode=0755,size=1m"))
-		return ab_error (err, errno, AB_E_SYSTEM, "mount the new root");
+	if (mount_new_root (boot, err) < 0)
+		return -1;
 	root = open (AB_VM_NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "open the new root");
@@ -323,7 +393,7 @@ ab_vm_build_root (const struct ab_vm_boot_s *boot, ab_error_t *err)
 	for (size_t i = 0; i < boot->n_entries; i++)
 		if (apply_entry (root, &boot->entries[i], err) < 0)
 			return -1;
-	if (!img
+	if ((disk ? strcmp (disk->tag, "ro") == 0 : !img)
 	    && mount (NULL, AB_VM_NEWROOT, NULL,
 	              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL)
 	               < 0)

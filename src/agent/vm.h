@@ -3,6 +3,8 @@
 #ifndef AB_AGENT_VM_H
 #define AB_AGENT_VM_H
 
+#include <stdbool.h>
+
 #include "base/error.h"
 #include "proto/vm-boot.h"
 
@@ -19,6 +21,8 @@ void ab_vm_init_run (void) __attribute__ ((noreturn));
  * configuration: the shares, links, tmpfs mounts and masks, a minimal /dev,
  * /tmp; then the root is made read-only. */
 int ab_vm_build_root (const struct ab_vm_boot_s *boot, ab_error_t *err);
+/* Whether the root is a disk (the block and ext4/overlay modules needed). */
+bool ab_vm_boot_has_disk (const struct ab_vm_boot_s *boot);
 /* After the switch, in the agent's pid namespace: its /proc, with what
  * leaks kernel state masked and the writable knobs read-only. */
 int ab_vm_mount_proc (ab_error_t *err);

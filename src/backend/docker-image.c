@@ -22,12 +22,10 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,8 +34,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
-#include "isolate/mountfd.h"
-#include "isolate/overlay.h"
+#include "backend/layers-tree.h"
 
 #define RMI_TIMEOUT_MS    30000
 #define IMPORT_TIMEOUT_MS 300000
@@ -142,19 +139,12 @@ ab_docker_rootfs_tag (const char *rootfs, char *tag, size_t cap, ab_error_t *err
 int
 ab_docker_layers_tag (char *const *layers, char *tag, size_t cap, ab_error_t *err)
 {
-	__attribute__ ((cleanup (free_md_ctx))) EVP_MD_CTX *ctx = EVP_MD_CTX_new ();
-	char real[PATH_MAX];
-	struct stat st;
+	char key[40];
 
-	if (!ctx || EVP_DigestInit_ex (ctx, EVP_sha256 (), NULL) != 1)
-		return ab_error (err, 0, AB_E_INTERNAL, "SHA-256 unavailable");
-	for (char *const *l = layers; *l; l++) {
-		if (!realpath (*l, real) || lstat (real, &st) < 0)
-			return ab_error (err, errno, AB_E_INVALID, "root layer %s", *l);
-		EVP_DigestUpdate (ctx, real, strlen (real) + 1);
-		hash_stat (ctx, ".", &st);
-	}
-	return hex_tag (ctx, AB_DOCKER_LAYERS_REPO, tag, cap, err);
+	if (ab_layers_key (layers, key, sizeof key, err) < 0)
+		return -1;
+	snprintf (tag, cap, "%s:%s", AB_DOCKER_LAYERS_REPO, key);
+	return 0;
 }
 
 static int
@@ -280,77 +270,24 @@ ab_docker_import_image (const char *client, const char *rootfs, const char *tag,
 	return import (client, tag, rootfs, err);
 }
 
-/* In a child: a mount namespace of its own, the layers' overlay at
- * scratch_dir/root, the import from there; its error message on out. */
-static void __attribute__ ((noreturn))
-import_layers_child (const char *client, char *const *layers, const char *root, const char *tag,
-                     int out)
+struct import_ctx_s {
+	const char *client, *tag;
+};
+
+static int
+import_tree (const char *root, void *ctx, ab_error_t *err)
 {
-	ab_error_t err = AB_ERROR_INIT;
-	cleanup_close int mnt = -1, target = -1;
-
-	if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		ab_error (&err, errno, AB_E_SYSTEM, "a mount namespace for the import");
-	else if ((mnt = ab_overlay_mount_fd (layers, -1, -1, -1, &err)) < 0)
-		ab_error_wrap (&err, "layered root");
-	else if ((target = open (root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		ab_error (&err, errno, AB_E_SYSTEM, "open %s", root);
-	else if (ab_mount_attach (mnt, target, "the layered root", &err) == 0)
-		import (client, tag, root, &err);
-	if (err.kind != AB_E_NONE)
-		ab_write_all (out, err.msg, strlen (err.msg));
-	_exit (err.kind == AB_E_NONE ? 0 : 1);
-}
-
-/* Up to cap bytes until EOF (the child's end closes when it exits). */
-static ssize_t
-read_some (int fd, char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	while (n < cap) {
-		ssize_t r = read (fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	return (ssize_t)n;
+	const struct import_ctx_s *c = ctx;
+	return import (c->client, c->tag, root, err);
 }
 
 int
 ab_docker_import_layers (const char *client, char *const *layers, const char *scratch_dir,
                          const char *tag, ab_error_t *err)
 {
-	cleanup_free char *root = xasprintf ("%s/root", scratch_dir);
-	char msg[AB_ERROR_MSG_MAX];
-	int pipefd[2], status = 0;
-	ssize_t n;
-	pid_t pid;
+	struct import_ctx_s c = { .client = client, .tag = tag };
 
-	if (mkdir (root, 0700) < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", root);
-	if (pipe2 (pipefd, O_CLOEXEC) < 0) {
-		rmdir (root);
-		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
-	}
-	pid = fork ();
-	if (pid == 0) {
-		close (pipefd[0]);
-		import_layers_child (client, layers, root, tag, pipefd[1]);
-	}
-	close (pipefd[1]);
-	n = pid < 0 ? -1 : read_some (pipefd[0], msg, sizeof msg - 1);
-	close (pipefd[0]);
-	while (pid > 0 && waitpid (pid, &status, 0) < 0 && errno == EINTR)
-		;
-	rmdir (root);
-	if (pid < 0)
-		return ab_error (err, errno, AB_E_SYSTEM, "fork");
-	if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-		return 0;
-	msg[n > 0 ? n : 0] = '\0';
-	return ab_error (err, 0, AB_E_SYSTEM, "import of the layered root: %s",
-	                 n > 0 ? msg : "failed");
+	if (ab_layers_with_tree (layers, scratch_dir, import_tree, &c, err) < 0)
+		return ab_error_wrap (err, "import of the layered root");
+	return 0;
 }

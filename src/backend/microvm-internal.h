@@ -39,7 +39,8 @@ struct ab_microvm_s {
 	int boot_timeout_ms; /* until the guest's HELLO */
 	char guest_dir[PATH_MAX];
 	/* In the monitor: */
-	char rundir[PATH_MAX]; /* private: console log, the mask file */
+	char root_disk[PATH_MAX]; /* a layered root's disk, or "" */
+	char rundir[PATH_MAX];    /* private: console log, the mask file */
 	pid_t qemu;
 	int qemu_pidfd, stream, listen_fd, epfd;
 	struct ab_mux_relay_s *relay;
@@ -47,6 +48,11 @@ struct ab_microvm_s {
 };
 
 extern const struct ab_monitor_ops_s ab_microvm_monitor_ops;
+
+/* microvm-disk.c: the path of the ext4 image of the layers' merged tree
+ * (built now unless cached) into out.  Needs root (the overlay is
+ * mounted on the host, in a child's own mount namespace) and mke2fs. */
+int ab_microvm_root_disk (char *const *layers, char *out, size_t cap, ab_error_t *err);
 
 /* The guest's files in dir: vmlinux and initrd.img (scripts/build-guest). */
 #define AB_MICROVM_KERNEL "vmlinux"

@@ -1,8 +1,8 @@
 /* The microVM's filesystem layout from the spec (the layout every backend
  * gives, ARCHITECTURE.md): the host's /usr /bin /sbin /lib* /etc read-only
- * (symlinks such as /bin -> usr/bin recreated as links), or the --rootfs
- * image as the root; /workspace read-write; the spec's binds and tmpfs
- * mounts.  Each directory is a 9p share of QEMU's.
+ * (symlinks such as /bin -> usr/bin recreated as links), the --rootfs
+ * image as the root, or a layered root's disk (microvm-disk.c); /workspace read-write; the spec's
+ * binds and tmpfs mounts.  Each directory is a 9p share of QEMU's.
  *
  * The guest's commands run as uid 0, and 9p shows host ownership as is,
  * so a host file of root's that "others" may not read (/etc/shadow,
@@ -130,7 +130,11 @@ ab_microvm_layout (const struct ab_spec_s *spec, struct ab_microvm_layout_s *l, 
 	memset (l, 0, sizeof *l);
 	l->boot.hostname = xstrdup (spec->hostname);
 	l->boot.pids = spec->limits.pids;
-	if (spec->rootfs) {
+	if (spec->root.layers) {
+		/* The layers' disk (microvm-disk.c), QEMU's drive; no host tree. */
+		ab_vm_boot_add (&l->boot, AB_VM_DISK, spec->root.read_only ? "ro" : "rw", NULL,
+		                NULL, 0);
+	} else if (spec->rootfs) {
 		add_share (l, "root", spec->rootfs, true);
 		ab_vm_boot_add (&l->boot, AB_VM_ROOT, "root", NULL, NULL, 0);
 	} else if (host_root (l, err) < 0) {

@@ -364,9 +364,14 @@ prepare (struct ab_microvm_s *vm, const struct ab_spec_s *spec, struct ab_microv
 		.port_name = "org.agentbox.mux",
 	};
 
+	if (spec->root.layers
+	    && ab_microvm_root_disk (spec->root.layers, vm->root_disk, sizeof vm->root_disk, err)
+	               < 0)
+		return -1;
 	if (ab_microvm_layout (spec, l, err) < 0 || !(cmdline = kernel_cmdline (vm, l, err)))
 		return -1;
 	q.append = cmdline;
+	q.root_disk = vm->root_disk[0] ? vm->root_disk : NULL;
 	q.shares = l->shares;
 	q.n_shares = l->n_shares;
 	*argv = ab_qemu_argv (&q, err);

@@ -8,7 +8,8 @@
  * Service mode only: the detached monitor (monitor.h) owns QEMU and serves
  * the agent's socket itself, multiplexing its clients over one
  * virtio-serial port (vsock needs vhost-vsock on the host, which is not
- * always there).  The workspace and the host directories are 9p shares. */
+ * always there).  The workspace and the host directories are 9p shares;
+ * a layered root (--image) is an ext4 disk of the merged layers. */
 #include "backend/microvm.h"
 
 #include <errno.h>
@@ -45,22 +46,47 @@ ab_microvm_guest_dir (void)
 
 /* ---- the cheap checks, each naming what is missing ------------------------------ */
 
-static int
-check_qemu (ab_error_t *err)
+static bool
+in_path (const char *name, const char *more)
 {
 	const char *path = getenv ("PATH");
-	cleanup_free char *copy = xstrdup (path && path[0] ? path : "/usr/bin:/bin");
+	cleanup_free char *copy =
+	        xasprintf ("%s:%s", path && path[0] ? path : "/usr/bin:/bin", more);
 	char *save = NULL;
 
 	for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save)) {
-		cleanup_free char *p = xasprintf ("%s/%s", d, AB_QEMU_BINARY);
+		cleanup_free char *p = xasprintf ("%s/%s", d, name);
 		if (access (p, X_OK) == 0)
-			return 0;
+			return true;
 	}
+	return false;
+}
+
+static int
+check_qemu (ab_error_t *err)
+{
+	if (in_path (AB_QEMU_BINARY, ""))
+		return 0;
 	return ab_error (
 	        err, 0, AB_E_NOT_FOUND,
 	        "%s not found in PATH (Debian: qemu-system-x86; scripts/install-deps microvm)",
 	        AB_QEMU_BINARY);
+}
+
+/* A layered root becomes an ext4 disk built on the host from the layers'
+ * overlay (microvm-disk.c): mounting that overlay needs root, as native's
+ * layered root does, and the disk needs mke2fs (e2fsprogs). */
+static int
+check_layered (ab_error_t *err)
+{
+	if (geteuid () != 0)
+		return ab_error (err, EPERM, AB_E_DENIED,
+		                 "a layered root (--image) on the microvm backend needs agentbox "
+		                 "to run as root (its disk is built from the layers' overlay)");
+	if (!in_path ("mke2fs", "/usr/sbin:/sbin"))
+		return ab_error (err, 0, AB_E_NOT_FOUND,
+		                 "mke2fs not found (Debian: e2fsprogs), needed for a layered root");
+	return 0;
 }
 
 static int
@@ -112,11 +138,8 @@ microvm_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbo
 	ab_sandbox_begin (sb, &ab_backend_microvm);
 	if (ab_monitor_require_service (spec, "microvm", err) < 0)
 		return -1;
-	/* Not yet: the guest would need the layers' overlay over 9p. */
-	if (spec->root.layers)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "the microvm backend cannot run a layered root (--image) yet; "
-		                 "use --backend native, gvisor or docker");
+	if (spec->root.layers && check_layered (err) < 0)
+		return ab_error_wrap (err, "microvm");
 	vm.kvm = !spec->microvm_accel || strcmp (spec->microvm_accel, "tcg") != 0;
 	if (check_all (vm.kvm, err) < 0)
 		return -1;
@@ -151,7 +174,8 @@ const struct ab_backend_ops_s ab_backend_microvm = {
 	.strength = 40,
 	.features = AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY,
 	.wall = "hardware virtualisation (QEMU microvm under KVM, or TCG when asked): its own "
-	        "guest kernel, no network device, 9p shares; inside, the agent's seccomp, "
+	        "guest kernel, no network device, 9p shares (a layered root: a read-only "
+	        "disk under a tmpfs overlay); inside, the agent's seccomp, "
 	        "no capabilities, no_new_privs, Landlock",
 	.probe = microvm_probe,
 	.create = microvm_create,

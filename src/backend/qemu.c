@@ -99,6 +99,22 @@ push_shares (struct argv_s *a, const struct ab_qemu_vm_s *vm)
 	}
 }
 
+/* The root disk is read-only to QEMU too (the image is shared by every
+ * sandbox of the same layers); the guest writes to its overlay's upper. */
+static void
+push_disk (struct argv_s *a, const struct ab_qemu_vm_s *vm)
+{
+	char *path;
+
+	if (!vm->root_disk)
+		return;
+	path = ab_qemu_escape (vm->root_disk);
+	push (a, xstrdup ("-drive"));
+	pushf (a, "file=%s,format=raw,if=none,id=root,readonly=on", path);
+	push2 (a, "-device", "virtio-blk-device,drive=root");
+	free (path);
+}
+
 static int
 check_vm (const struct ab_qemu_vm_s *vm, ab_error_t *err)
 {
@@ -157,6 +173,7 @@ ab_qemu_argv (const struct ab_qemu_vm_s *vm, ab_error_t *err)
 	push (&a, xstrdup ("-device"));
 	pushf (&a, "virtserialport,chardev=mux,name=%s", vm->port_name);
 	push_shares (&a, vm);
+	push_disk (&a, vm);
 	return a.v;
 }
 

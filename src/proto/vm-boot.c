@@ -15,6 +15,7 @@
 static const char *const kind_names[] = {
 	[AB_VM_ROOT] = "root",   [AB_VM_RO] = "ro",     [AB_VM_RW] = "rw",
 	[AB_VM_TMPFS] = "tmpfs", [AB_VM_LINK] = "link", [AB_VM_MASK] = "mask",
+	[AB_VM_DISK] = "disk",
 };
 
 #define N_KINDS (sizeof kind_names / sizeof *kind_names)
@@ -83,10 +84,17 @@ good_path (const char *p)
 	return true;
 }
 
+/* The root entries name no path: the share or the disk is "/". */
+static bool
+is_root_kind (enum ab_vm_entry_kind kind)
+{
+	return kind == AB_VM_ROOT || kind == AB_VM_DISK;
+}
+
 static int
 check_entry (const struct ab_vm_entry_s *e, ab_error_t *err)
 {
-	bool tagged = e->kind == AB_VM_ROOT || e->kind == AB_VM_RO || e->kind == AB_VM_RW;
+	bool tagged = is_root_kind (e->kind) || e->kind == AB_VM_RO || e->kind == AB_VM_RW;
 
 	if ((unsigned)e->kind >= N_KINDS)
 		return ab_error (err, 0, AB_E_INVALID, "vm boot: unknown entry kind %d", e->kind);
@@ -94,7 +102,10 @@ check_entry (const struct ab_vm_entry_s *e, ab_error_t *err)
 	    && (!e->tag || !e->tag[0] || strlen (e->tag) > AB_VM_TAG_MAX
 	        || !all_plain (e->tag, "_-")))
 		return ab_error (err, 0, AB_E_INVALID, "vm boot: bad share tag");
-	if (e->kind != AB_VM_ROOT && !good_path (e->path))
+	if (e->kind == AB_VM_DISK && e->tag && strcmp (e->tag, "rw") != 0
+	    && strcmp (e->tag, "ro") != 0)
+		return ab_error (err, 0, AB_E_INVALID, "vm boot: a disk root is rw or ro");
+	if (!is_root_kind (e->kind) && !good_path (e->path))
 		return ab_error (err, 0, AB_E_INVALID, "vm boot: bad %s path '%s'",
 		                 kind_names[e->kind], e->path ? e->path : "");
 	if (e->kind == AB_VM_LINK
@@ -163,7 +174,7 @@ put_entry (struct sbuf_s *s, const struct ab_vm_entry_s *e)
 		put_str (s, ",");
 		put_str (s, e->tag);
 	}
-	if (e->kind != AB_VM_ROOT) {
+	if (!is_root_kind (e->kind)) {
 		put_str (s, ",");
 		put_escaped (s, e->path);
 	}
@@ -236,8 +247,10 @@ parse_entry (const char *v, struct ab_vm_boot_s *b, ab_error_t *err)
 	const char *f[3];
 	size_t len[3], n = split (v, f, len), kind;
 	struct ab_vm_entry_s e = { 0 };
-	static const size_t fields[] = { [AB_VM_ROOT] = 2,  [AB_VM_RO] = 3,   [AB_VM_RW] = 3,
-		                         [AB_VM_TMPFS] = 3, [AB_VM_LINK] = 3, [AB_VM_MASK] = 2 };
+	static const size_t fields[] = {
+		[AB_VM_ROOT] = 2, [AB_VM_RO] = 3,   [AB_VM_RW] = 3,  [AB_VM_TMPFS] = 3,
+		[AB_VM_LINK] = 3, [AB_VM_MASK] = 2, [AB_VM_DISK] = 2
+	};
 	char *size = NULL;
 	int r = 0;
 
@@ -248,9 +261,9 @@ parse_entry (const char *v, struct ab_vm_boot_s *b, ab_error_t *err)
 	if (kind == N_KINDS || n != fields[kind])
 		return ab_error (err, 0, AB_E_INVALID, "vm boot: bad entry '%.64s'", v);
 	e.kind = (enum ab_vm_entry_kind)kind;
-	if (kind == AB_VM_ROOT || kind == AB_VM_RO || kind == AB_VM_RW)
+	if (is_root_kind (e.kind) || kind == AB_VM_RO || kind == AB_VM_RW)
 		e.tag = xstrndup (f[1], len[1]);
-	if (kind != AB_VM_ROOT)
+	if (!is_root_kind (e.kind))
 		e.path = ab_pct_decode (f[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1],
 		                        len[kind == AB_VM_RO || kind == AB_VM_RW ? 2 : 1], false);
 	if (kind == AB_VM_LINK && !(e.target = ab_pct_decode (f[2], len[2], false)))

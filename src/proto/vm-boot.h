@@ -11,6 +11,8 @@
  *   agentbox.m=tmpfs,PATH,BYTES   a tmpfs (0 = the kernel's default size)
  *   agentbox.m=link,PATH,TARGET   a symlink (a host /bin -> usr/bin)
  *   agentbox.m=mask,PATH          hidden (an empty directory or /dev/null)
+ *   agentbox.m=disk,rw|ro         the first virtio disk (ext4) is the root:
+ *                                 under a tmpfs overlay (rw), or read-only
  *
  * Entries are applied in order.  Paths and targets are percent-encoded:
  * every byte outside [A-Za-z0-9/._+-] is %XX, so no value holds a space,
@@ -35,12 +37,13 @@ enum ab_vm_entry_kind {
 	AB_VM_TMPFS,
 	AB_VM_LINK,
 	AB_VM_MASK,
+	AB_VM_DISK,
 };
 
 struct ab_vm_entry_s {
 	enum ab_vm_entry_kind kind;
-	char *tag;     /* ROOT, RO, RW */
-	char *path;    /* all but ROOT: absolute, no "..", no "." components */
+	char *tag;     /* ROOT, RO, RW; DISK: "rw" or "ro" */
+	char *path;    /* all but ROOT and DISK: absolute, no "..", no "." components */
 	char *target;  /* LINK */
 	uint64_t size; /* TMPFS */
 };

@@ -2,8 +2,8 @@
 # A layered root (spec->root.layers: what `--image` resolves to) on every
 # backend: layers in overlay form built here from busybox-static, run
 # with `agentbox run --root-layer` on native, gVisor and Docker (the
-# private dockerd of dockerd.bash) and through the daemon's REST "root"
-# key; whiteouts and opaque directories honoured, writes to /usr kept for
+# private dockerd of dockerd.bash), on the microVM (TCG, one boot) and
+# through the daemon's REST "root" key; whiteouts and opaque directories honoured, writes to /usr kept for
 # the sandbox's life only, --read-only refusing writes, an image user
 # (uid 1000) writing where the image lets it, nothing left on the host.
 
@@ -141,10 +141,59 @@ check_backend() {
 	assert_nothing_left "$BATS_TEST_TMPDIR/before"
 }
 
-@test "microvm refuses a layered root with a clear error, never the host root" {
-	run run_on microvm "${LAYER_ARGS[@]}" -- true
+# One TCG boot (seconds under emulation): every check on one VM, through
+# the daemon so several commands (and users) share it.
+@test "microvm: the layers' ext4 disk (built once) under a tmpfs overlay, writable, gone with the VM" {
+	command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
+	PATH="$PATH:/usr/sbin:/sbin" command -v mke2fs >/dev/null || skip "mke2fs (e2fsprogs) is not installed"
+	load daemon-common.bash
+	export AGENTBOX_GUEST_DIR="$BATS_TEST_TMPDIR/guest" AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$(dirname "$AGENTBOX")/agentbox-agent" \
+		--out "$AGENTBOX_GUEST_DIR" >&2
+	daemon_setup
+	daemon_start
+	body="$(jq -nc --arg a "$LAYERS/l1" --arg b "$LAYERS/l2" --arg c "$LAYERS/l3" --arg ws "$WS" \
+		'{backend: "microvm", microvm_accel: "tcg", workspace: $ws, root: {layers: [$a, $b, $c]}}')"
+	id="$(create "$body")"
+	[ -n "$id" ]
+	run ab exec "$id" -- sh -c \
+		'cat /etc/marker; ls /usr/share; ls /opaque; test -e /usr/bin/python3 || echo no-host-usr;
+		 echo written >/usr/x && cat /usr/x; mkdir /newdir && echo mkdir-ok;
+		 echo ws >/workspace/from-image && echo ws-ok; grep " / " /proc/mounts'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *passwd-of-image* ]] && [[ "$output" != *gone* ]]
+	[[ "$output" == *new* ]] && [[ "$output" != *old* ]]
+	[[ "$output" == *no-host-usr* ]] && [[ "$output" == *written* ]] && [[ "$output" == *mkdir-ok* ]]
+	[[ "$output" == *ws-ok* ]] && [ -f "$WS/from-image" ]
+	[[ "$output" == *"overlay / overlay rw"* ]]
+	# An image user: its own home, not root's /usr (ownership kept by the disk).
+	run ab exec -u 1000:1000 "$id" -- sh -c \
+		'id -u; echo mine >/home/u/f && cat /home/u/f; echo x >/usr/y || echo usr-denied; cat /usr/x'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *1000* ]] && [[ "$output" == *mine* ]] && [[ "$output" == *usr-denied* ]]
+	[[ "$output" == *written* ]]
+	# One disk for this layer list, nothing half-built; the layers unchanged.
+	[ "$(find "$AGENTBOX_CACHE_DIR/microvm-roots" -mindepth 1 | wc -l)" -eq 1 ]
+	disk="$(ls "$AGENTBOX_CACHE_DIR"/microvm-roots/*.ext4)"
+	[ ! -e "$LAYERS/l1/usr/x" ] && [ ! -e "$LAYERS/l3/usr/x" ] && [ ! -e "$LAYERS/l1/newdir" ]
+	run ab rm "$id"
+	[ "$status" -eq 0 ]
+	daemon_teardown
+	# The next sandbox of the same layers takes the same disk, not a copy:
+	# one whose kernel command line cannot fit (60 tmpfs mounts) gets past
+	# the disk step and fails before any boot.
+	before="$(stat -c '%i %Y' "$disk")"
+	tmpfs=()
+	for i in $(seq 60); do tmpfs+=(--tmpfs "/tmpfs-mount-point-$i"); done
+	run run_on microvm --microvm-accel tcg "${LAYER_ARGS[@]}" "${tmpfs[@]}" -- true
+	echo "$output"
 	[ "$status" -ne 0 ]
-	[[ "$output" == *"cannot run a layered root"* ]]
+	[[ "$output" == *"does not fit on the kernel command line"* ]]
+	[ "$(stat -c '%i %Y' "$disk")" = "$before" ]
+	[ "$(find "$AGENTBOX_CACHE_DIR/microvm-roots" -mindepth 1 | wc -l)" -eq 1 ]
+	assert_nothing_left "$BATS_TEST_TMPDIR/before"
 }
 
 @test "daemon: REST create with a \"root\" of layers; the upper is gone after rm" {

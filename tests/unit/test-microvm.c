@@ -98,6 +98,15 @@ test_argv (void **state)
 	argv = ab_qemu_argv (&vm, &err);
 	assert_string_equal (opt_value (argv, "-accel", 0), "kvm");
 	assert_string_equal (opt_value (argv, "-cpu", 0), "host");
+	assert_null (opt_value (argv, "-drive", 0));
+	ab_qemu_argv_free (argv);
+
+	/* A layered root's disk: read-only to QEMU as well, the path escaped. */
+	vm.root_disk = "/var/cache/a,b/k.ext4";
+	argv = ab_qemu_argv (&vm, &err);
+	assert_string_equal (opt_value (argv, "-drive", 0),
+	                     "file=/var/cache/a,,b/k.ext4,format=raw,if=none,id=root,readonly=on");
+	assert_true (has_arg (argv, "virtio-blk-device,drive=root"));
 	ab_qemu_argv_free (argv);
 }
 
@@ -262,13 +271,42 @@ test_layout_rootfs (void **state)
 	ab_spec_free (&spec);
 }
 
+/* A layered root: one disk entry (rw, or ro with --read-only), no host
+ * tree shared and nothing of the host's /etc masked. */
+static void
+test_layout_layers (void **state)
+{
+	struct ab_spec_s spec;
+	struct ab_microvm_layout_s l;
+	ab_error_t err = AB_ERROR_INIT;
+	char *layers[] = { (char *)"/store/l1", (char *)"/store/l2", NULL };
+
+	ab_spec_init (&spec);
+	spec.root.layers = layers;
+	spec.workspace = strdup ("/srv/ws");
+	assert_int_equal (ab_microvm_layout (&spec, &l, &err), 0);
+	assert_int_equal (l.n_shares, 1);
+	assert_string_equal (l.shares[0].tag, "ws");
+	assert_int_equal (l.boot.entries[0].kind, AB_VM_DISK);
+	assert_string_equal (l.boot.entries[0].tag, "rw");
+	assert_null (l.masks[0]);
+	ab_microvm_layout_free (&l);
+	spec.root.read_only = true;
+	assert_int_equal (ab_microvm_layout (&spec, &l, &err), 0);
+	assert_string_equal (l.boot.entries[0].tag, "ro");
+	ab_microvm_layout_free (&l);
+	spec.root.layers = NULL;
+	ab_spec_free (&spec);
+}
+
 int
 main (void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test (test_argv),       cmocka_unit_test (test_argv_refused),
-		cmocka_unit_test (test_limits),     cmocka_unit_test (test_escape),
-		cmocka_unit_test (test_unreadable), cmocka_unit_test (test_layout_rootfs),
+		cmocka_unit_test (test_argv),          cmocka_unit_test (test_argv_refused),
+		cmocka_unit_test (test_limits),        cmocka_unit_test (test_escape),
+		cmocka_unit_test (test_unreadable),    cmocka_unit_test (test_layout_rootfs),
+		cmocka_unit_test (test_layout_layers),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

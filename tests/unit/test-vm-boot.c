@@ -72,7 +72,32 @@ test_root_and_defaults (void **state)
 	ab_vm_boot_free (&b);
 }
 
+static void
+test_disk_root (void **state)
+{
+	struct ab_vm_boot_s b = { 0 }, back;
+	ab_error_t err = AB_ERROR_INIT;
+	char *line;
+
+	b.hostname = strdup ("vm");
+	ab_vm_boot_add (&b, AB_VM_DISK, "rw", NULL, NULL, 0);
+	line = ab_vm_boot_encode (&b, &err);
+	assert_non_null (line);
+	assert_non_null (strstr (line, " agentbox.m=disk,rw"));
+	assert_int_equal (ab_vm_boot_parse (line, &back, &err), 0);
+	assert_int_equal (back.n_entries, 1);
+	assert_int_equal (back.entries[0].kind, AB_VM_DISK);
+	assert_string_equal (back.entries[0].tag, "rw");
+	assert_null (back.entries[0].path);
+	free (line);
+	ab_vm_boot_free (&back);
+	ab_vm_boot_free (&b);
+}
+
 static const char *const bad_lines[] = {
+	"agentbox.m=disk",
+	"agentbox.m=disk,rx",
+	"agentbox.m=disk,rw,/x",
 	"agentbox.m=ro,r0,/usr/../etc",
 	"agentbox.m=ro,r0,usr",
 	"agentbox.m=ro,r0,/",
@@ -141,6 +166,7 @@ main (void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test (test_roundtrip),
 		cmocka_unit_test (test_root_and_defaults),
+		cmocka_unit_test (test_disk_root),
 		cmocka_unit_test (test_refused),
 		cmocka_unit_test (test_encode_refuses_bad_entries),
 	};
