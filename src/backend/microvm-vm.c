@@ -33,6 +33,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "backend/pause.h"
 #include "backend/service-socket.h"
 #include "base/tmpdir.h"
 #include "base/cleanup.h"
@@ -354,6 +355,7 @@ prepare (struct ab_microvm_s *vm, const struct ab_spec_s *spec, struct ab_microv
 	cleanup_free char *initrd = xasprintf ("%s/%s", vm->guest_dir, AB_MICROVM_INITRD);
 	cleanup_free char *log = xasprintf ("%s/%s", vm->rundir, CONSOLE_LOG);
 	cleanup_free char *cmdline = NULL;
+	cleanup_free char *qmp = ab_microvm_qmp_path (spec->service_socket);
 	struct ab_qemu_vm_s q = {
 		.kvm = vm->kvm,
 		.memory_mib = ab_qemu_memory_mib (spec->limits.memory_bytes),
@@ -362,6 +364,7 @@ prepare (struct ab_microvm_s *vm, const struct ab_spec_s *spec, struct ab_microv
 		.initrd = initrd,
 		.console_log = log,
 		.port_name = "org.agentbox.mux",
+		.qmp_socket = qmp, /* pause: backend/pause.c */
 	};
 
 	if (spec->root.layers
@@ -463,6 +466,9 @@ vm_stop (void *ctx, const struct ab_spec_s *spec, const char *id, ab_error_t *er
 			*fds[i] = -1;
 		}
 	remove_rundir (vm);
+	cleanup_free char *qmp = ab_microvm_qmp_path (spec->service_socket);
+	if (qmp)
+		unlink (qmp); /* QEMU leaves its QMP socket behind */
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 
 #include "backend/microvm-internal.h"
 #include "backend/monitor.h"
+#include "backend/pause.h"
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 
@@ -172,7 +173,7 @@ microvm_probe (struct ab_probe_result_s *result)
 const struct ab_backend_ops_s ab_backend_microvm = {
 	.name = "microvm",
 	.strength = 40,
-	.features = AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY,
+	.features = AB_BACKEND_LIMITS | AB_BACKEND_NET_PROXY | AB_BACKEND_PAUSE,
 	.wall = "hardware virtualisation (QEMU microvm under KVM, or TCG when asked): its own "
 	        "guest kernel, no network device, 9p shares (a layered root: a read-only "
 	        "disk under a tmpfs overlay); inside, the agent's seccomp, "
@@ -180,6 +181,8 @@ const struct ab_backend_ops_s ab_backend_microvm = {
 	.probe = microvm_probe,
 	.create = microvm_create,
 	.kill = ab_monitor_kill,
+	.pause = ab_microvm_pause,
+	.resume = ab_microvm_resume,
 	.destroy = ab_monitor_destroy,
 	.monitor = &ab_microvm_monitor_ops,
 };

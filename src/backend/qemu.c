@@ -4,7 +4,9 @@
  * -no-user-config (no default devices, no host config file), -nic none
  * (no network device at all: the sandbox's only way out is the
  * multiplexer's port), no PCI (microvm's virtio-mmio devices only), no
- * display, no monitor.  -sandbox puts QEMU itself under its seccomp
+ * display, no human monitor (QMP only, on a host unix socket in the
+ * sandbox's private directory when asked: pause's stop/cont; the guest
+ * has no way to it).  -sandbox puts QEMU itself under its seccomp
  * filter: no spawning, no privilege changes, no obsolete syscalls.
  * -no-reboot: the guest's reboot or panic (PID 1 exiting) ends QEMU. */
 #include "backend/qemu.h"
@@ -174,6 +176,12 @@ ab_qemu_argv (const struct ab_qemu_vm_s *vm, ab_error_t *err)
 	pushf (&a, "virtserialport,chardev=mux,name=%s", vm->port_name);
 	push_shares (&a, vm);
 	push_disk (&a, vm);
+	if (vm->qmp_socket) {
+		char *qmp = ab_qemu_escape (vm->qmp_socket);
+		push (&a, xstrdup ("-qmp"));
+		pushf (&a, "unix:%s,server=on,wait=off", qmp);
+		free (qmp);
+	}
 	return a.v;
 }
 

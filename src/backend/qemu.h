@@ -31,6 +31,7 @@ struct ab_qemu_vm_s {
 	const struct ab_qemu_share_s *shares;
 	size_t n_shares;
 	const char *root_disk; /* a raw image, the guest's read-only vda, or NULL */
+	const char *qmp_socket; /* QMP on this host unix socket (pause), or NULL */
 };
 
 #define AB_QEMU_MIN_MEMORY_MIB 128

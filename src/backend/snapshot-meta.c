@@ -281,16 +281,16 @@ plain_name (const char *name)
 	       && strcmp (name, "..") != 0;
 }
 
-/* Create tmp exclusively, write text, fsync, close (close's error too:
- * NFS reports write-back failures there). */
+/* Create tmp exclusively, write text, fsync (when durable), close
+ * (close's error too: NFS reports write-back failures there). */
 static int
-write_tmp (int dirfd, const char *tmp, const char *text, ab_error_t *err)
+write_tmp (int dirfd, const char *tmp, const char *text, bool durable, ab_error_t *err)
 {
 	int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "create %s", tmp);
-	if (ab_write_all (fd, text, strlen (text)) < 0 || fsync (fd) < 0) {
+	if (ab_write_all (fd, text, strlen (text)) < 0 || (durable && fsync (fd) < 0)) {
 		int e = errno;
 		close (fd);
 		return ab_error (err, e, AB_E_SYSTEM, "write %s", tmp);
@@ -303,6 +303,13 @@ write_tmp (int dirfd, const char *tmp, const char *text, ab_error_t *err)
 int
 ab_snapshot_meta_write (int dirfd, const char *name, const struct ab_snapshot_meta_s *m,
                         ab_error_t *err)
+{
+	return ab_snapshot_meta_write_ex (dirfd, name, m, true, err);
+}
+
+int
+ab_snapshot_meta_write_ex (int dirfd, const char *name, const struct ab_snapshot_meta_s *m,
+                           bool durable, ab_error_t *err)
 {
 	cleanup_json json_t *j = NULL;
 	cleanup_free char *text = NULL;
@@ -322,7 +329,7 @@ ab_snapshot_meta_write (int dirfd, const char *name, const struct ab_snapshot_me
 	static unsigned long seq;
 	tmp = xasprintf (".%s.tmp-%ld-%lu", name, (long)getpid (),
 	                 __atomic_add_fetch (&seq, 1, __ATOMIC_RELAXED));
-	if (write_tmp (dirfd, tmp, body, err) < 0) {
+	if (write_tmp (dirfd, tmp, body, durable, err) < 0) {
 		unlinkat (dirfd, tmp, 0);
 		return ab_error_wrap (err, "while writing snapshot metadata");
 	}
@@ -331,6 +338,8 @@ ab_snapshot_meta_write (int dirfd, const char *name, const struct ab_snapshot_me
 		unlinkat (dirfd, tmp, 0);
 		return ab_error (err, e, AB_E_SYSTEM, "rename %s to %s", tmp, name);
 	}
+	if (!durable)
+		return 0;
 	/* The rename itself is durable only once the directory is synced. */
 	cleanup_close int dfd = openat (dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync (dfd) < 0)

@@ -15,6 +15,7 @@
 #ifndef AB_BACKEND_SNAPSHOT_META_H
 #define AB_BACKEND_SNAPSHOT_META_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -64,6 +65,10 @@ json_t *ab_snapshot_meta_to_json (const struct ab_snapshot_meta_s *m, ab_error_t
  * fsync the directory.  A crash leaves either the old file or the new one. */
 int ab_snapshot_meta_write (int dirfd, const char *name, const struct ab_snapshot_meta_s *m,
                             ab_error_t *err);
+/* The same, without either fsync when !durable: for a snapshot that lives
+ * for one request (a fork's), which no crash must keep. */
+int ab_snapshot_meta_write_ex (int dirfd, const char *name, const struct ab_snapshot_meta_s *m,
+                               bool durable, ab_error_t *err);
 /* Read (O_NOFOLLOW, regular file, at most AB_SNAPSHOT_META_MAX bytes) and parse. */
 int ab_snapshot_meta_read (int dirfd, const char *name, struct ab_snapshot_meta_s *m,
                            ab_error_t *err);

@@ -36,6 +36,10 @@ json_t *ab_create_request (int argc, char **argv, bool *as_json, ab_error_t *err
  * exec, delete; the command's exit code). */
 bool ab_pool_wanted (int argc, char **argv);
 int ab_pool_claim_cli (const char *host, int argc, char **argv, bool run);
+/* cmd-exec.c: POST req to path and follow the NDJSON exec events it
+ * answers (output to stdout and stderr) until "exit": the command's exit
+ * code, or -1 with err. */
+int ab_cli_exec_events (const char *host, const char *path, const json_t *req, ab_error_t *err);
 int ab_cmd_browser (int argc, char **argv);
 
 struct ab_client_s {

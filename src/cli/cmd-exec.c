@@ -193,15 +193,14 @@ stream_events (struct ab_client_s *c, ab_error_t *err)
 	return code == -2 ? -1 : code;
 }
 
-static int
-exec_stream (const struct exec_opts_s *o, ab_error_t *err)
+int
+ab_cli_exec_events (const char *host, const char *path, const json_t *req, ab_error_t *err)
 {
 	struct ab_client_s c;
-	cleanup_free char *body = json_dumps (o->req, JSON_COMPACT);
-	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/exec", o->id);
+	cleanup_free char *body = json_dumps (req, JSON_COMPACT);
 	int code = -1;
 
-	if (ab_client_open (&c, o->host, err) == 0
+	if (ab_client_open (&c, host, err) == 0
 	    && ab_client_send (&c, "POST", path, "application/json", body, (long long)strlen (body),
 	                       NULL, err)
 	               == 0
@@ -209,6 +208,14 @@ exec_stream (const struct exec_opts_s *o, ab_error_t *err)
 		code = c.status >= 400 ? ab_client_fail (&c, err) : stream_events (&c, err);
 	ab_client_close (&c);
 	return code;
+}
+
+static int
+exec_stream (const struct exec_opts_s *o, ab_error_t *err)
+{
+	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s/exec", o->id);
+
+	return ab_cli_exec_events (o->host, path, o->req, err);
 }
 
 static int

@@ -1,8 +1,10 @@
 /* `agentbox pool create NAME --min N [--max M] [--disk-limit SIZE] [create
  * options]`, `agentbox pool ls [--json]`, `agentbox pool rm NAME`, and the
  * claims: `agentbox create --pool NAME` and `agentbox run --pool NAME --
- * CMD` (claim, exec, delete), each with the claim's own --env, --label,
- * --ttl and --pool-only (docs/pools.md). */
+ * CMD` (one request: claim, run, stream; the daemon deletes after), each
+ * with the claim's own --env, --label, --ttl and --pool-only
+ * (docs/pools.md). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,32 +94,25 @@ claim_request (int argc, char **argv, bool *as_json, int *cmd, ab_error_t *err)
 	return req;
 }
 
+/* One request: claim, run, stream (daemon/pool-run.c); the exit event
+ * ends it, and the daemon tears the sandbox down after. */
 static int
-run_claimed (const char *host, const char *id, int argc, char **argv, int cmd)
+run_oneshot (const char *host, json_t *req, int argc, char **argv, int cmd)
 {
 	ab_error_t err = AB_ERROR_INIT;
-	cleanup_free char **xargv = xcalloc ((size_t)(argc - cmd) + 6, sizeof *xargv);
-	cleanup_free char *path = xasprintf ("/v1/sandboxes/%s?force=1", id);
-	int n = 0, code;
-	json_t *j;
+	json_t *argv_j = json_array ();
+	int code;
 
-	xargv[n++] = (char *)"exec";
-	if (host) {
-		xargv[n++] = (char *)"--host";
-		xargv[n++] = (char *)host;
-	}
-	xargv[n++] = (char *)id;
-	xargv[n++] = (char *)"--";
 	for (int i = cmd; i < argc; i++)
-		xargv[n++] = argv[i];
-	code = ab_cmd_exec (n, xargv);
-	j = ab_client_call (host, "DELETE", path, NULL, NULL, &err);
-	if (!j && err.kind) {
+		json_array_append_new (argv_j, json_string (argv[i]));
+	json_object_set_new (req, "run", json_pack ("{s:o}", "cmd", argv_j));
+	signal (SIGPIPE, SIG_IGN);
+	code = ab_cli_exec_events (host, "/v1/sandboxes", req, &err);
+	json_decref (req);
+	if (code < 0) {
 		ab_cli_report (&err);
-		if (code == 0)
-			code = AB_EXIT_FAILED;
+		return AB_EXIT_FAILED;
 	}
-	json_decref (j);
 	return code;
 }
 
@@ -128,7 +123,6 @@ ab_pool_claim_cli (const char *host, int argc, char **argv, bool run)
 	bool as_json = false;
 	int cmd;
 	json_t *req = claim_request (argc, argv, &as_json, &cmd, &err), *resp;
-	int code = 0;
 
 	if (req && run && cmd >= argc)
 		ab_error (&err, 0, AB_E_INVALID, "run --pool: missing command (-- CMD)");
@@ -139,22 +133,21 @@ ab_pool_claim_cli (const char *host, int argc, char **argv, bool run)
 		ab_cli_report (&err);
 		return AB_EXIT_FAILED;
 	}
+	if (run)
+		return run_oneshot (host, req, argc, argv, cmd);
 	resp = ab_client_call (host, "POST", "/v1/sandboxes", req, NULL, &err);
 	json_decref (req);
 	if (!resp) {
 		ab_cli_report (&err);
 		return AB_EXIT_FAILED;
 	}
-	if (run)
-		code = run_claimed (host, json_string_value (json_object_get (resp, "id")), argc,
-		                    argv, cmd);
-	else if (as_json) {
+	if (as_json) {
 		json_dumpf (resp, stdout, JSON_INDENT (2));
 		putchar ('\n');
 	} else
 		printf ("%s\n", json_string_value (json_object_get (resp, "id")));
 	json_decref (resp);
-	return code;
+	return 0;
 }
 
 /* --- pool create, ls, rm --- */

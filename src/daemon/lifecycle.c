@@ -4,6 +4,7 @@
  * directory goes), death (the monitor ended on its own) and re-adoption
  * after a daemon restart. */
 #include "daemon/daemon-internal.h"
+#include "daemon/pool.h"
 #include "policy/egress-policy.h"
 #include "session/agent-config.h"
 #include "session/egress-relay.h"
@@ -547,6 +548,21 @@ ab_box_mark_dead (struct ab_daemon_s *d, struct ab_box_s *b, const char *reason)
 	ab_log (AB_LOG_INFO, "sandbox %s is dead: %s", b->id, reason);
 }
 
+/* A one-shot whose command was running when the daemon died
+ * (daemon/pool-run.c): its caller is gone, the teardown is finished now. */
+static void
+adopt_oneshot (struct ab_daemon_s *d, struct ab_box_s *b)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	if (b->state != AB_BOX_DEAD
+	    && (b->pidfd = ab_monitor_open (b->monitor_pid, b->monitor_start, b->id, &err)) < 0)
+		ab_box_mark_dead (d, b, "its monitor ended while the daemon was down");
+	ab_pool_oneshot_finish (d, b);
+	ab_log (AB_LOG_INFO, "finished the teardown of one-shot sandbox %s", b->id);
+	ab_box_unref (d, b);
+}
+
 /* One sandbox directory found at startup. */
 static void
 adopt_one (struct ab_daemon_s *d, const char *id)
@@ -576,6 +592,10 @@ adopt_one (struct ab_daemon_s *d, const char *id)
 	if (ab_registry_add (d, b, &err) < 0) {
 		ab_log_error (AB_LOG_WARN, &err, "sandbox %s not adopted", id);
 		ab_box_unref (d, b);
+		return;
+	}
+	if (ab_pool_oneshot_marked (b)) {
+		adopt_oneshot (d, b);
 		return;
 	}
 	/* Adoption runs before the API and the pools start: nobody claims yet. */

@@ -104,7 +104,11 @@ set_paused (struct ab_daemon_s *d, struct ab_box_s *b, bool pause, uint64_t *op_
 		b->expires_ms += now - b->paused_ms;
 	pthread_mutex_unlock (&d->lock);
 	ab_metrics_inc (pause ? "sandboxes_paused" : "sandboxes_resumed");
-	return ab_box_save (d, b, err);
+	/* Not fsynced: the flag must survive the daemon's death (the page
+	 * cache does), and a host crash ends the frozen processes with it, so
+	 * a lost write never leaves a sandbox adopted in the wrong state.  A
+	 * snapshot's pause and resume are two of these per copy. */
+	return ab_box_save_ex (d, b, false, err);
 }
 
 static int

@@ -21,13 +21,14 @@
 #define CLAIM_PING_MS 1000
 #define CLAIM_TRIES   8
 
-static const char *const claim_keys[] = { "pool", "pool_only",   "env",   "labels",
-	                                  "ttl",  "credentials", "egress" };
+static const char *const claim_keys[] = { "pool", "pool_only",   "env",    "labels",
+	                                  "ttl",  "credentials", "egress", "run" };
 
 struct claim_s {
 	const char *pool;
 	bool pool_only;
 	json_t *env, *labels, *ttl, *creds, *egress; /* borrowed from the request */
+	json_t *run; /* a one-shot's command (pool-run.c), borrowed */
 	uint64_t ttl_ms;
 };
 
@@ -65,11 +66,10 @@ parse_claim (const json_t *req, struct claim_s *c, ab_error_t *err)
 		for (size_t i = 0; i < sizeof claim_keys / sizeof *claim_keys; i++)
 			known |= strcmp (k, claim_keys[i]) == 0;
 		if (!known)
-			return ab_error (
-			        err, 0, AB_E_INVALID,
-			        "'%s': a claim takes only env, labels, ttl, credentials and "
-			        "egress (the rest is the pool's spec)",
-			        k);
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "'%s': a claim takes only env, labels, ttl, credentials, "
+			                 "egress and run (the rest is the pool's spec)",
+			                 k);
 	}
 	c->pool = json_string_value (json_object_get (req, "pool"));
 	if (!c->pool)
@@ -80,6 +80,9 @@ parse_claim (const json_t *req, struct claim_s *c, ab_error_t *err)
 	c->ttl = json_object_get (req, "ttl");
 	c->creds = json_object_get (req, "credentials");
 	c->egress = json_object_get (req, "egress");
+	c->run = json_object_get (req, "run");
+	if (c->run && ab_pool_run_check (c->run, err) < 0)
+		return -1;
 	if (c->labels && ab_labels_check (c->labels, err) < 0)
 		return -1;
 	if (c->ttl && !json_is_null (c->ttl)
@@ -184,6 +187,10 @@ apply_claim (struct ab_daemon_s *d, struct ab_box_s *b, const struct claim_s *cl
 	b->created_ms = (int64_t)ab_unix_ms ();
 	b->expires_ms = b->ttl_ms ? b->created_ms + b->ttl_ms : 0;
 	pthread_mutex_unlock (&d->lock);
+	/* A one-shot's mark goes first: a daemon that dies after the commit
+	 * finds it at adoption and finishes the teardown. */
+	if (cl->run && ab_pool_oneshot_mark (b, err) < 0)
+		return -1;
 	/* The commit.  Not fsynced: it must survive the daemon's death (the
 	 * page cache does), and a host crash ends the entry's processes too,
 	 * so a lost write can never hand it out again. */
@@ -202,10 +209,11 @@ drop_entry (struct ab_daemon_s *d, struct ab_box_s *b, const char *why)
 		ab_log_error (AB_LOG_WARN, &err, "pool entry %s", b->id);
 }
 
-/* 1 claimed (b set), 0 no entry, -1 error (err set). */
+/* 1 claimed (b set; a one-shot's agent connection in *conn, kept for its
+ * exec), 0 no entry, -1 error (err set). */
 static int
 claim_entry (struct ab_daemon_s *d, const struct claim_s *cl, struct ab_box_s **out,
-             ab_error_t *err)
+             ab_agent_conn_t **conn, ab_error_t *err)
 {
 	for (int tries = 0; tries < CLAIM_TRIES; tries++) {
 		struct ab_box_s *b = pick (d, cl->pool);
@@ -224,6 +232,8 @@ claim_entry (struct ab_daemon_s *d, const struct claim_s *cl, struct ab_box_s **
 		}
 		ab_agent_set_timeout (c, AB_AGENT_CALL_TIMEOUT_MS);
 		int r = apply_claim (d, b, cl, c, err);
+		if (r == 0 && cl->run)
+			*conn = steal_pointer (&c);
 		ab_agent_close (c);
 		if (r < 0) {
 			drop_entry (d, b, err->msg);
@@ -261,15 +271,17 @@ cold_request (const json_t *spec, const struct claim_s *cl)
 }
 
 static void
-count (struct ab_daemon_s *d, const char *name, bool hit, uint64_t us)
+count (struct ab_daemon_s *d, const struct claim_s *cl, bool hit, uint64_t us)
 {
 	struct ab_pool_s *pool;
 
 	pthread_mutex_lock (&d->pools->lock);
-	pool = ab_pool_find (d->pools, name);
+	pool = ab_pool_find (d->pools, cl->pool);
 	if (pool && hit) {
 		pool->claims++;
 		ab_pool_observe_claim (pool, us);
+		if (cl->run)
+			pool->hold_until_ms = ab_mono_ms () + AB_POOL_ONESHOT_HOLD_MS;
 	} else if (pool)
 		pool->misses++;
 	d->pools->dirty = true;
@@ -287,6 +299,35 @@ respond_box (struct ab_req_s *r, struct ab_box_s *b, bool from_pool)
 	ab_box_unref (r->d, b);
 }
 
+/* No ready entry: 503 with pool_only, else a cold sandbox of the pool's
+ * spec with the claim's settings (a one-shot's marked before it runs). */
+static void
+claim_miss (struct ab_req_s *r, const json_t *spec, const struct claim_s *cl)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	struct ab_box_s *b;
+	json_t *creq;
+	int rc;
+
+	if (cl->pool_only) {
+		ab_resp_fail (r, 503, "pool_empty", "pool %s has no ready entry", cl->pool);
+		return;
+	}
+	creq = cold_request (spec, cl);
+	rc = ab_box_create (r->d, creq, &b, &err);
+	json_decref (creq);
+	if (rc < 0)
+		ab_resp_error (r, &err);
+	else if (!cl->run)
+		respond_box (r, b, false);
+	else if (ab_pool_oneshot_mark (b, &err) < 0) {
+		ab_resp_error (r, &err);
+		ab_pool_oneshot_finish (r->d, b);
+		ab_box_unref (r->d, b);
+	} else
+		ab_pool_run (r, cl->pool, b, NULL, cl->run);
+}
+
 void
 ab_api_pool_claim (struct ab_req_s *r, json_t *req)
 {
@@ -294,9 +335,10 @@ ab_api_pool_claim (struct ab_req_s *r, json_t *req)
 	ab_error_t err = AB_ERROR_INIT;
 	struct claim_s cl = { 0 };
 	struct ab_box_s *b = NULL;
+	ab_agent_conn_t *conn = NULL;
 	struct ab_pool_s *pool;
 	uint64_t t0 = ab_mono_us ();
-	json_t *spec, *creq;
+	json_t *spec;
 	int got;
 
 	if (parse_claim (req, &cl, &err) < 0) {
@@ -311,24 +353,18 @@ ab_api_pool_claim (struct ab_req_s *r, json_t *req)
 		ab_resp_fail (r, 404, "not_found", "no pool %.64s", cl.pool);
 		return;
 	}
-	got = claim_entry (d, &cl, &b, &err);
+	got = claim_entry (d, &cl, &b, &conn, &err);
 	if (got > 0)
-		count (d, cl.pool, true, ab_mono_us () - t0);
+		count (d, &cl, true, ab_mono_us () - t0);
 	if (got < 0)
 		ab_resp_error (r, &err);
+	else if (got > 0 && cl.run)
+		ab_pool_run (r, cl.pool, b, conn, cl.run);
 	else if (got > 0)
 		respond_box (r, b, true);
 	else {
-		count (d, cl.pool, false, 0);
-		if (cl.pool_only)
-			ab_resp_fail (r, 503, "pool_empty", "pool %s has no ready entry", cl.pool);
-		else if (creq = cold_request (spec, &cl), ab_box_create (d, creq, &b, &err) < 0) {
-			ab_resp_error (r, &err);
-			json_decref (creq);
-		} else {
-			json_decref (creq);
-			respond_box (r, b, false);
-		}
+		count (d, &cl, false, 0);
+		claim_miss (r, spec, &cl);
 	}
 	json_decref (spec);
 }

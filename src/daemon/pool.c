@@ -238,6 +238,18 @@ ab_pools_save (struct ab_daemon_s *d, ab_error_t *err)
 }
 
 void
+ab_pool_release_hold (struct ab_daemon_s *d, const char *name)
+{
+	struct ab_pool_s *pool;
+
+	pthread_mutex_lock (&d->pools->lock);
+	if ((pool = ab_pool_find (d->pools, name)))
+		pool->hold_until_ms = 0;
+	pthread_cond_broadcast (&d->pools->cond);
+	pthread_mutex_unlock (&d->pools->lock);
+}
+
+void
 ab_pools_wake (struct ab_daemon_s *d)
 {
 	pthread_mutex_lock (&d->pools->lock);
@@ -457,7 +469,8 @@ round_once (struct ab_daemon_s *d)
 		pthread_mutex_lock (&d->lock);
 		ready = count_ready (d, pool);
 		pthread_mutex_unlock (&d->lock);
-		if (ready + pool->starting >= pool->min_ready || ab_mono_ms () < pool->next_try_ms)
+		if (ready + pool->starting >= pool->min_ready || ab_mono_ms () < pool->next_try_ms
+		    || (ready > 0 && ab_mono_ms () < pool->hold_until_ms))
 			continue;
 		/* Never start what the limit would evict at once: no spin. */
 		if (pool->disk_limit && pool->disk_bytes + pool->entry_bytes > pool->disk_limit) {

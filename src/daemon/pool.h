@@ -11,6 +11,11 @@
 #define AB_POOL_BACKOFF_MS     5000
 #define AB_POOL_BACKOFF_MAX_MS 300000
 #define AB_POOL_N_BOUNDS       12
+/* While a pool still has a ready entry, a one-shot's replacement waits
+ * for its command to exit, at most this long: on a small host the
+ * replacement's start would take the CPU from the very command the pool
+ * made fast. */
+#define AB_POOL_ONESHOT_HOLD_MS 250
 
 struct ab_pool_s {
 	struct ab_pool_s *next;
@@ -25,6 +30,9 @@ struct ab_pool_s {
 	char *last_error;
 	uint64_t backoff_ms;
 	uint64_t next_try_ms; /* monotonic */
+	/* A one-shot in flight defers its replacement (monotonic; 0 = none):
+	 * see AB_POOL_ONESHOT_HOLD_MS. */
+	uint64_t hold_until_ms;
 	uint64_t disk_bytes;  /* last measured */
 	uint64_t entry_bytes; /* one entry's disk use, last measured */
 	bool deleted;
@@ -53,5 +61,23 @@ void ab_pools_wake (struct ab_daemon_s *d);
 /* Destroy every entry of `name` (the pool is gone or being replaced). */
 void ab_pool_destroy_entries (struct ab_daemon_s *d, const char *name);
 void ab_pool_observe_claim (struct ab_pool_s *pool, uint64_t us);
+
+/* pool-run.c: a one-shot, `POST /v1/sandboxes {"pool", ..., "run": {cmd,
+ * env, cwd, user, timeout}}`: the claimed sandbox runs one command, the
+ * answer is its exec stream, and the sandbox is destroyed after the exit
+ * event went out (the caller does not wait for the teardown). */
+int ab_pool_run_check (const json_t *run, ab_error_t *err);
+/* <dir>/oneshot: the sandbox is destroyed once its command ends, or at
+ * the next adoption if the daemon died first. */
+int ab_pool_oneshot_mark (struct ab_box_s *b, ab_error_t *err);
+bool ab_pool_oneshot_marked (const struct ab_box_s *b);
+/* Destroy it (forced); failures go to the log. */
+void ab_pool_oneshot_finish (struct ab_daemon_s *d, struct ab_box_s *b);
+/* Stream the command's events on r, then destroy b; takes b's reference
+ * and conn (the claim's agent connection, or NULL). */
+void ab_pool_run (struct ab_req_s *r, const char *pool, struct ab_box_s *b, ab_agent_conn_t *conn,
+                  const json_t *run);
+/* The one-shot's command exited: its replacement may start. */
+void ab_pool_release_hold (struct ab_daemon_s *d, const char *name);
 
 #endif

@@ -38,6 +38,7 @@
 #define NAME_MAX_LEN 64
 #define FORK_MAX     16
 #define FORK_PREFIX  "fork-"
+#define FORK_TAKE    "take"
 #define INFO_MAX     (64 * 1024)
 
 static const char *const trees[] = { "workspace", "root-upper" };
@@ -179,7 +180,8 @@ clamp_u32 (uint64_t v, uint32_t lo, uint32_t hi)
 }
 
 static int
-write_meta (const char *dir, const char *backend, const struct ab_spec_s *spec, ab_error_t *err)
+write_meta (const char *dir, const char *backend, const struct ab_spec_s *spec, bool durable,
+            ab_error_t *err)
 {
 	cleanup_close int dfd = open_dir (dir, err);
 	cleanup_close int mfd = -1;
@@ -198,7 +200,7 @@ write_meta (const char *dir, const char *backend, const struct ab_spec_s *spec, 
 	                           mfd, mfd, err)
 	    < 0)
 		return -1;
-	return ab_snapshot_meta_write (dfd, AB_SNAPSHOT_META_NAME, &m, err);
+	return ab_snapshot_meta_write_ex (dfd, AB_SNAPSHOT_META_NAME, &m, durable, err);
 }
 
 static json_t *
@@ -262,6 +264,9 @@ take_snapshot (struct ab_daemon_s *d, struct ab_box_s *b, const char *name, json
 	cleanup_free char *text = NULL;
 	struct ab_tree_stats_s st;
 	uint64_t t0 = ab_mono_us (), paused_us = 0;
+	/* A fork's snapshot lives for one request: no listing needs it, no
+	 * crash must keep it. */
+	bool transient = strncmp (name, FORK_PREFIX, strlen (FORK_PREFIX)) == 0;
 
 	if (ab_box_get_state (d, b) != AB_BOX_RUNNING)
 		return ab_error (err, 0, AB_E_CONFLICT, "sandbox %s is %s", b->id,
@@ -274,7 +279,7 @@ take_snapshot (struct ab_daemon_s *d, struct ab_box_s *b, const char *name, json
 	pthread_mutex_lock (&snap_lock);
 	int r = copy_paused (d, b, dir, &st, &paused_us, err);
 	pthread_mutex_unlock (&snap_lock);
-	if (r < 0 || write_meta (dir, b->backend, &b->spec, err) < 0) {
+	if (r < 0 || write_meta (dir, b->backend, &b->spec, !transient, err) < 0) {
 		ab_rm_rf (dir);
 		return -1;
 	}
@@ -283,9 +288,7 @@ take_snapshot (struct ab_daemon_s *d, struct ab_box_s *b, const char *name, json
 	                   "memory", 0, "content", stats_json (&st), "paused_us",
 	                   (json_int_t)paused_us, "took_us", (json_int_t)(ab_mono_us () - t0));
 	text = json_dumps (*info, JSON_COMPACT);
-	/* A fork's snapshot lives for one request: no listing needs it. */
-	if (strncmp (name, FORK_PREFIX, strlen (FORK_PREFIX)) != 0
-	    && ab_write_file_atomic (ipath, text, strlen (text), err) < 0) {
+	if (!transient && ab_write_file_atomic (ipath, text, strlen (text), err) < 0) {
 		json_decref (*info);
 		ab_rm_rf (dir);
 		return -1;
@@ -324,6 +327,36 @@ verify_snapshot (const char *dir, const char *name, const char *backend, char *s
 	return 0;
 }
 
+/* A fork's snapshot is read by each of its forks and then removed: the
+ * last one (FORK_TAKE in the snapshot, written by the fork) takes the
+ * verified workspace by a rename instead of a second copy.  1 taken, 0
+ * not the taker, -1 err. */
+static int
+take_tree (const char *dir, const char *src, const char *dst, ab_error_t *err)
+{
+	cleanup_free char *mark = xasprintf ("%s/" FORK_TAKE, dir);
+
+	if (access (mark, F_OK) < 0)
+		return 0;
+	if (rmdir (dst) < 0 || rename (src, dst) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "move the fork's workspace to %s", dst);
+	return 1;
+}
+
+static int
+restore_workspace (const char *dir, const char *src, const char *dst, ab_error_t *err)
+{
+	struct ab_tree_stats_s st;
+	int r = take_tree (dir, src, dst, err);
+
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	cleanup_close int sfd = open_dir (src, err), dfd = -1;
+	if (sfd < 0 || (dfd = open_dir (dst, err)) < 0)
+		return -1;
+	return ab_tree_copy (sfd, dfd, NULL, &st, err);
+}
+
 int
 ab_box_snap_restore (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
@@ -348,11 +381,7 @@ ab_box_snap_restore (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 		r = ab_error (err, errno, AB_E_NOT_FOUND, "snapshot %s has no workspace",
 		              b->from_snapshot);
 	else {
-		char *dst_ws = b->spec.workspace;
-		cleanup_close int sfd = open_dir (src[0], err), dfd = -1;
-		r = sfd < 0 || (dfd = open_dir (dst_ws, err)) < 0
-		            ? -1
-		            : ab_tree_copy (sfd, dfd, NULL, &st, err);
+		r = restore_workspace (dir, src[0], b->spec.workspace, err);
 		if (r == 0 && src[1]) {
 			char *up[2] = { NULL, src[1] };
 			r = copy_trees (up, b->dir, NULL, &st, err);
@@ -532,6 +561,18 @@ fork_request (struct ab_box_s *b, const char *snap)
 }
 
 static int
+mark_take (const char *dir, ab_error_t *err)
+{
+	cleanup_free char *p = xasprintf ("%s/" FORK_TAKE, dir);
+	int fd = open (p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "create %s", p);
+	close (fd);
+	return 0;
+}
+
+static int
 fork_count (struct ab_req_s *r, int *count, ab_error_t *err)
 {
 	json_t *req = NULL;
@@ -563,9 +604,12 @@ ab_api_sandbox_fork (struct ab_req_s *r)
 	}
 	random_name (name, sizeof name, FORK_PREFIX);
 	if (fork_count (r, &count, &err) == 0 && take_snapshot (r->d, b, name, &info, &err) == 0) {
+		cleanup_free char *dir = snap_dir (r->d, name);
 		req = fork_request (b, name);
 		for (; made < count; made++) {
 			struct ab_box_s *nb;
+			if (made == count - 1 && mark_take (dir, &err) < 0)
+				break;
 			if (ab_box_create (r->d, req, &nb, &err) < 0)
 				break;
 			json_t *j = ab_box_json (r->d, nb);
@@ -573,7 +617,6 @@ ab_api_sandbox_fork (struct ab_req_s *r)
 			json_array_append_new (out, j);
 			ab_box_unref (r->d, nb);
 		}
-		cleanup_free char *dir = snap_dir (r->d, name);
 		ab_rm_rf (dir);
 	}
 	if (made == count && info) {

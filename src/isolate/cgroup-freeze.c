@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,36 @@ open_group (const struct ab_cg_layout_s *l, int hier, const char *id, struct ab_
 	return d->fd;
 }
 
+/* v2: the kernel announces every change of cgroup.events to poll()
+ * (POLLPRI; each read re-arms it), so the wait for "frozen 1" sleeps
+ * instead of spinning: on a busy host a spin takes the CPU from the very
+ * tasks that must reach their freezing point.  0 frozen, 1 timed out, -1
+ * the file cannot be watched (the caller polls it the old way). */
+static int
+wait_frozen_v2 (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, uint64_t deadline_ns)
+{
+	cleanup_close int fd = openat (d->fd, fz->state_file, O_RDONLY | O_CLOEXEC);
+	char buf[512];
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
+		struct pollfd p = { .fd = fd, .events = POLLPRI };
+		uint64_t now = ab_mono_ns ();
+
+		if (n < 0)
+			return -1;
+		buf[n] = '\0';
+		if (fz->frozen (buf))
+			return 0;
+		if (now >= deadline_ns)
+			return 1;
+		if (poll (&p, 1, (int)((deadline_ns - now) / 1000000) + 1) < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
 static int
 set_frozen (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, bool freeze,
             ab_error_t *err)
@@ -42,9 +73,12 @@ set_frozen (const struct ab_cg_dir_s *d, const struct ab_cg_freezer_s *fz, bool 
 		return ab_error_code (err);
 	if (!freeze)
 		return 0;
+	int w = fz == &ab_cg_v2_freezer ? wait_frozen_v2 (d, fz, deadline) : -1;
+	if (w == 0)
+		return 0;
 	/* A running task freezes within microseconds: re-read at once a few
 	 * times before sleeping (the backoff's first sleep would dominate). */
-	for (unsigned spin = 0;; spin++) {
+	for (unsigned spin = 0; w < 0; spin++) {
 		if (ab_cg_read (d->fd, fz->state_file, buf, sizeof buf) >= 0 && fz->frozen (buf))
 			return 0;
 		if (spin >= FREEZE_SPINS && !ab_cg_backoff (&step, deadline))

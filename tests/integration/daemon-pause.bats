@@ -19,6 +19,13 @@ teardown_file() {
 }
 
 setup() {
+	# The microVM test's guest (scripts/build-guest, a few seconds), before
+	# the daemon starts: its monitors find it through the environment.
+	if [[ "$BATS_TEST_DESCRIPTION" == microvm* ]] && command -v qemu-system-x86_64 >/dev/null; then
+		export AGENTBOX_GUEST_DIR="$BATS_TEST_TMPDIR/guest"
+		"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$(dirname "$AGENTBOX")/agentbox-agent" \
+			--out "$AGENTBOX_GUEST_DIR" >&2
+	fi
 	daemon_setup
 	export AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
 	daemon_start
@@ -137,4 +144,43 @@ pause_cycle() {
 	[ "$(api_status "/v1/sandboxes/$b?force=1" -X DELETE)" = 204 ]
 	[ -z "$(ls "$STATE/sandboxes")" ]
 	assert_nothing_left "$SNAPSHOT"
+}
+
+# CPU time (µs) of a process: utime + stime from /proc/PID/stat.
+proc_cpu_usec() {
+	awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000000 / hz) }' "/proc/$1/stat"
+}
+
+@test "microvm (tcg): QMP stop and cont; the stopped VM uses no CPU" {
+	command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
+	local id mon qemu c0 c1 c2 c3
+	API_TIMEOUT=90 id="$(create '{"backend": "microvm", "microvm_accel": "tcg"}')"
+	mon="$(api "/v1/sandboxes/$id" | jq -r .monitor_pid)"
+	qemu="$(pgrep -P "$mon" -x qemu-system-x86)"
+	[ -n "$qemu" ]
+	[ -S "$STATE/sandboxes/$id/agent.sock.qmp" ]
+	api "/v1/sandboxes/$id/exec" -d '{"cmd": "while :; do :; done", "detach": true}' >/dev/null
+	sleep 0.5
+	[ "$(api_status "/v1/sandboxes/$id/pause" -X POST)" = 200 ]
+	echo "microvm pause: $(jq -c '{backend_us, took_us}' "$D/body")" >&3
+	[ "$(api_status "/v1/sandboxes/$id/pause" -X POST)" = 200 ] # idempotent
+	c0="$(proc_cpu_usec "$qemu")"
+	sleep 1
+	c1="$(proc_cpu_usec "$qemu")"
+	echo "microvm QEMU cpu while stopped: $c0 -> $c1 us" >&3
+	# A stopped VM's QEMU only waits in its main loop (TCG: no vCPU thread runs).
+	[ $((c1 - c0)) -lt 50000 ]
+	[ "$(api_status "/v1/sandboxes/$id/exec" -d '{"cmd": ["true"], "wait": true}')" = 409 ]
+	[ "$(api_status "/v1/sandboxes/$id/resume" -X POST)" = 200 ]
+	c2="$(proc_cpu_usec "$qemu")"
+	sleep 1
+	c3="$(proc_cpu_usec "$qemu")"
+	echo "microvm QEMU cpu after cont: $c2 -> $c3 us" >&3
+	# Running again (TCG on a loaded 2-CPU host gets a fraction of a CPU).
+	[ $((c3 - c2)) -gt 100000 ]
+	API_TIMEOUT=60 run exec_wait "$id" '["echo", "back"]'
+	[ "$(echo "$output" | jq -r .stdout)" = back ]
+	[ "$(api_status "/v1/sandboxes/$id?force=1" -X DELETE)" = 204 ]
+	[ ! -e "$STATE/sandboxes/$id" ]
+	monitor_gone "$mon"
 }

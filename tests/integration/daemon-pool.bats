@@ -205,16 +205,89 @@ entry_ids() {
 	assert_nothing_left "$SNAPSHOT"
 }
 
-@test "pools: agentbox run --pool claims, runs, deletes" {
+# no_claimed: nothing but the pool's own entries is left (10 s at most:
+# a one-shot's teardown runs after its caller got the exit status).
+no_claimed() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(api /v1/sandboxes | jq '.sandboxes | length')" = 0 ] \
+			&& [ "$(ls "$STATE/sandboxes" | wc -l)" = "$(api "/v1/pools/$1" | jq '.entries | length')" ] \
+			&& return 0
+		sleep 0.1
+	done
+	api /v1/sandboxes >&2
+	return 1
+}
+
+@test "pools: agentbox run --pool claims, runs and streams in one request; the teardown follows" {
 	pool_new p 1 1
 	wait_ready p 1
-	run ab run --pool p -e W=x -- sh -c 'echo $W; exit 3'
+	mon="$(api /v1/pools/p | jq -r '.entries[0].monitor_pid')"
+	run ab run --pool p -e W=x -- sh -c 'echo $W; echo e >&2; exit 3'
 	[ "$status" -eq 3 ]
-	[ "$output" = x ]
+	[ "$output" = "$(printf 'x\ne')" ]
 	[ "$(api /v1/pools/p | jq .claims)" = 1 ]
-	[ "$(api /v1/sandboxes | jq '.sandboxes | length')" = 0 ]
+	monitor_gone "$mon"
+	no_claimed p
+	run -127 ab run --pool p -- /nonexistent/cmd
+	[ "$status" -eq 127 ]
 	run ab run --pool p --memory 1g -- true
 	[ "$status" -ne 0 ]
+	# The API: one answer, the exec's NDJSON stream with the sandbox's id.
+	wait_ready p 1
+	api /v1/sandboxes -d '{"pool": "p", "run": {"cmd": ["sh", "-c", "echo out"]}}' >"$D/stream"
+	[ "$(jq -r 'select(.type == "start") | .id' "$D/stream" | wc -c)" = 17 ]
+	[ "$(jq -r 'select(.type == "stdout") | .data' "$D/stream")" = out ]
+	[ "$(jq -r 'select(.type == "exit") | .exit_code' "$D/stream")" = 0 ]
+	no_claimed p
+	# A bad command is a 400 that costs the pool nothing.
+	wait_ready p 1
+	[ "$(api_status /v1/sandboxes -d '{"pool": "p", "run": {"cmd": []}}')" = 400 ]
+	[ "$(api_status /v1/sandboxes -d '{"pool": "p", "run": {"cmd": ["true"], "detach": true}}')" = 400 ]
+	[ "$(api /v1/pools/p | jq .ready)" = 1 ]
+	[ "$(api /v1/pools/p | jq .claims)" = 3 ]
+}
+
+# start_oneshot: `run --pool p -- sleep 60` in the background (its pid in
+# $cli), once its sandbox is listed (10 s at most).
+start_oneshot() {
+	local i
+	"$AGENTBOX" run --pool p -- sleep 60 &
+	cli=$!
+	BG_PIDS+=("$cli")
+	for ((i = 0; i < 100; i++)); do
+		[ "$(api /v1/sandboxes | jq '.sandboxes | length')" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "pools: a one-shot whose caller or daemon dies is torn down (at once, or at the restart)" {
+	pool_new p 2 2
+	wait_ready p 2
+	# The caller goes away: the sandbox goes with it.
+	start_oneshot
+	mon="$(api /v1/sandboxes | jq -r '.sandboxes[0].monitor_pid')"
+	kill -KILL "$cli"
+	monitor_gone "$mon"
+	wait_ready p 2
+	no_claimed p
+	# The daemon dies mid-command: its next start finishes the teardown.
+	start_oneshot
+	id="$(api /v1/sandboxes | jq -r '.sandboxes[0].id')"
+	mon="$(api /v1/sandboxes | jq -r '.sandboxes[0].monitor_pid')"
+	[ -e "$STATE/sandboxes/$id/oneshot" ]
+	daemon_kill9
+	st=0
+	wait "$cli" || st=$?
+	[ "$st" -ne 0 ] # the stream ended before the exit
+	[ -d "$STATE/sandboxes/$id" ]
+	daemon_start
+	[ ! -e "$STATE/sandboxes/$id" ]
+	monitor_gone "$mon"
+	grep -q "finished the teardown of one-shot sandbox $id" "$D/daemon.log"
+	wait_ready p 2
+	no_claimed p
 }
 
 @test "pools: serve --pool-file declares pools; a changed spec makes its entries stale" {
