@@ -168,6 +168,7 @@ struct exec_s {
 	size_t n_groups;
 	bool detach, tty, ignore_paused;
 	int preserve_fds;
+	const json_t *cgroups;
 };
 
 static int
@@ -279,6 +280,12 @@ joiner (struct exec_s *ex, const struct ab_oci_s *c, const int ns[6], int consol
 	pid_t pid;
 
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Into the container's groups first, so its limits hold the process
+	 * and delete finds (and kills) it there. */
+	if (ab_oci_cgroup_join (ex->cgroups, &err) < 0) {
+		fprintf (stderr, "agentbox-runc: %s\n", err.msg);
+		_exit (126);
+	}
 	for (size_t i = 0; i < 6; i++)
 		if (ns[i] >= 0 && setns (ns[i], join_order[i]) < 0)
 			fail (join_names[i]);
@@ -389,6 +396,7 @@ ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_erro
 
 	if (at < 0 || ab_oci_state_load (g, argv[at], &st, err) < 0)
 		return -1;
+	ex.cgroups = st.cgroups;
 	rc = exec_in (g, &st, &ex, &c, argv + at + 1, err);
 	ab_oci_process_free (&ex.proc);
 	ab_cleanup_strvp (&ex.env);

@@ -143,14 +143,13 @@ kill_and_wait (const struct ab_oci_state_s *st)
 }
 
 static void
-remove_state (const struct ab_oci_global_s *g, const char *id, const json_t *cgroups)
+remove_state (const struct ab_oci_global_s *g, const char *id)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	ab_error_t e = AB_ERROR_INIT;
 
 	if (ab_oci_state_dir (g, id, dir, sizeof dir, &e) < 0)
 		return;
-	ab_oci_cgroup_remove (cgroups);
 	snprintf (path, sizeof path, "%s/state.json", dir);
 	unlink (path);
 	snprintf (path, sizeof path, "%s/start.sock", dir);
@@ -191,7 +190,13 @@ cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *
 	}
 	if (strcmp (status, "stopped") != 0)
 		kill_and_wait (&st);
-	remove_state (g, id, st.cgroups);
+	/* Every group create made goes before the state does: when one
+	 * cannot be removed the state stays and a later delete tries again. */
+	if (ab_oci_cgroup_remove (st.cgroups, err) < 0) {
+		ab_oci_state_free (&st);
+		return ab_error_wrap (err, "delete %s", id);
+	}
+	remove_state (g, id);
 	state = ab_oci_state_json (g, &st, "stopped");
 	if (ab_oci_hooks (st.config, "poststop", state, err) < 0)
 		fprintf (stderr, "agentbox-runc: warning: %s\n", err->msg);

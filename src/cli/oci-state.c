@@ -22,6 +22,7 @@
 #include "base/fd.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
+#include "isolate/cgroup.h"
 #include "spec/spec.h"
 
 int
@@ -328,8 +329,31 @@ ab_oci_cgroup_dirs (pid_t init, const char *id)
 	return dirs;
 }
 
-void
-ab_oci_cgroup_remove (const json_t *dirs)
+/* Only directories of our own groups, whatever a state file says. */
+static bool
+own_group (const char *d)
+{
+	return d && strncmp (d, "/sys/fs/cgroup/", 15) == 0 && strstr (d, "/agentbox-")
+	       && !strstr (d, "/../");
+}
+
+int
+ab_oci_cgroup_remove (const json_t *dirs, ab_error_t *err)
+{
+	const char *paths[16];
+	size_t i, n = 0;
+	json_t *v;
+
+	json_array_foreach (dirs, i, v)
+	{
+		if (own_group (json_string_value (v)) && n < sizeof paths / sizeof *paths)
+			paths[n++] = json_string_value (v);
+	}
+	return ab_cgroup_remove_paths (paths, n, err);
+}
+
+int
+ab_oci_cgroup_join (const json_t *dirs, ab_error_t *err)
 {
 	size_t i;
 	json_t *v;
@@ -337,11 +361,14 @@ ab_oci_cgroup_remove (const json_t *dirs)
 	json_array_foreach (dirs, i, v)
 	{
 		const char *d = json_string_value (v);
-		/* Only our own groups, and an empty group's rmdir is all it takes;
-		 * the last task may take a moment to leave. */
-		if (!d || strncmp (d, "/sys/fs/cgroup/", 15) != 0 || !strstr (d, "/agentbox-"))
+		char path[PATH_MAX];
+		cleanup_close int fd = -1;
+		if (!own_group (d))
 			continue;
-		for (int t = 0; t < 300 && rmdir (d) < 0 && errno == EBUSY; t++)
-			poll (NULL, 0, 10);
+		snprintf (path, sizeof path, "%s/cgroup.procs", d);
+		fd = open (path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || ab_write_all (fd, "0", 1) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "join cgroup %s", d);
 	}
+	return 0;
 }

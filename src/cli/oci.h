@@ -135,7 +135,11 @@ pid_t *ab_oci_pids (pid_t init, size_t *n);
  * puts them below the creator's cgroup, which `delete`, run from
  * elsewhere, cannot find again). */
 json_t *ab_oci_cgroup_dirs (pid_t init, const char *id);
-void ab_oci_cgroup_remove (const json_t *dirs);
+/* Kill what is left in them and remove them (bounded retries). */
+int ab_oci_cgroup_remove (const json_t *dirs, ab_error_t *err);
+/* Move the calling process into them (exec: a process of the container
+ * is under its limits). */
+int ab_oci_cgroup_join (const json_t *dirs, ab_error_t *err);
 int ab_oci_write_pid_file (const char *path, pid_t pid, ab_error_t *err);
 /* Run the hooks config.hooks.<kind> with the state on stdin. */
 int ab_oci_hooks (const json_t *config, const char *kind, const json_t *state, ab_error_t *err);

@@ -835,6 +835,51 @@ ab_cgroup_destroy (ab_cgroup_t *cg, ab_error_t *err)
 	return rc;
 }
 
+/* One group of a gone creator: thawed (a frozen v1 task never dies of
+ * SIGKILL), its processes killed until the kernel lets rmdir through. */
+static int
+remove_path (const char *path, ab_error_t *err)
+{
+	const char *base = strrchr (path, '/');
+	cleanup_close int fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ab_cg_dir_s d = { .hier = -1, .fd = fd, .path = (char *)path };
+	uint64_t deadline = ab_mono_ns () + AB_CG_KILL_TIMEOUT_NS;
+	ab_error_t soft = AB_ERROR_INIT;
+	unsigned step = 0;
+	int r;
+
+	if (!base || strncmp (base + 1, AB_CG_PREFIX, strlen (AB_CG_PREFIX)) != 0)
+		return ab_error (err, 0, AB_E_INVALID, "%s is not an agentbox cgroup", path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
+	ab_cg_write (&d, "freezer.state", "THAWED", true, &soft);
+	ab_cg_write (&d, "cgroup.freeze", "0", true, &soft);
+	while ((r = rmdir_tree (path, 8)) == -EBUSY) {
+		if (ab_cg_kill_listed (&d, err) < 0)
+			return -1;
+		if (!ab_cg_backoff (&step, deadline))
+			return ab_error (err, EBUSY, AB_E_SYSTEM,
+			                 "cgroup %s still has processes after %d ms", path,
+			                 (int)(AB_CG_KILL_TIMEOUT_NS / 1000000ull));
+	}
+	return r == 0 ? 0 : ab_error (err, -r, AB_E_SYSTEM, "rmdir %s", path);
+}
+
+int
+ab_cgroup_remove_paths (const char *const *paths, size_t n, ab_error_t *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ab_error_t e = AB_ERROR_INIT;
+		if (remove_path (paths[i], &e) < 0 && rc == 0) {
+			*err = e;
+			rc = ab_error_code (err);
+		}
+	}
+	return rc;
+}
+
 static int
 sweep_dir (const char *dir, ab_error_t *err)
 {

@@ -17,6 +17,7 @@
 #define AB_ISOLATE_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -83,6 +84,11 @@ int ab_cgroup_kill (ab_cgroup_t *cg, ab_error_t *err);
  * cgroup-freeze.c. */
 int ab_cgroup_freeze_id (const char *id, bool freeze, ab_error_t *err);
 
+/* The same for the group directory `dir` (v2 cgroup.freeze there, else
+ * v1 freezer.state): for a runtime whose pause runs in another process
+ * and cgroup than its create (agentbox-runc).  cgroup-freeze.c. */
+int ab_cgroup_freeze_path (const char *dir, bool freeze, ab_error_t *err);
+
 int ab_cgroup_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *stats, ab_error_t *err);
 
 /* Remove every directory; if processes are left, kill them and wait for
@@ -94,5 +100,13 @@ int ab_cgroup_destroy (ab_cgroup_t *cg, ab_error_t *err);
  * (no handle holds them and no process is left): what a killed
  * `agentbox run` could not clean up.  Groups in use are skipped. */
 int ab_cgroup_sweep_stale (ab_error_t *err);
+
+/* Remove the group directories `paths` (each named agentbox-*), made by
+ * ab_cgroup_create in a process that may be gone (agentbox-runc's create
+ * and delete are different processes): thaw them, kill what is left in
+ * them, remove child groups, and retry rmdir while the last tasks leave
+ * (bounded, AB_CG_KILL_TIMEOUT_NS each).  Every path is tried; the first
+ * failure is returned.  A path already gone is fine. */
+int ab_cgroup_remove_paths (const char *const *paths, size_t n, ab_error_t *err);
 
 #endif

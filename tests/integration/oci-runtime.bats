@@ -18,6 +18,12 @@ setup_file() {
 	export RUNC_BIN="$d/bin/agentbox-runc"
 	mkdir -p "$d/bin" "$d/img/bin" "$d/img/tmp" "$d/img/etc" "$d/img/proc" "$d/img/sys" "$d/img/dev" "$d/img/run"
 	ln -sf "$AGENTBOX" "$RUNC_BIN"
+	# podman's exit command (conmon runs `podman container cleanup`, which
+	# calls the runtime's delete) drops --runtime-flag: the private root
+	# goes into the runtime podman is given, so every call finds the state.
+	export PM_RUNC="$d/bin/agentbox-runc-pm"
+	printf '#!/bin/sh\nexec "%s" --root "%s" "$@"\n' "$RUNC_BIN" "$d/oci" >"$PM_RUNC"
+	chmod +x "$PM_RUNC"
 	cp /bin/busybox "$d/img/bin/busybox"
 	for t in $("$d/img/bin/busybox" --list); do
 		[ "$t" = busybox ] || ln -sf busybox "$d/img/bin/$t"
@@ -56,7 +62,7 @@ pm() {
 	local d="$BATS_FILE_TMPDIR"
 	timeout 60 podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" \
 		--storage-driver vfs --cgroup-manager cgroupfs --events-backend file \
-		--network-config-dir "$d/cni" --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" "$@"
+		--network-config-dir "$d/cni" --runtime "$PM_RUNC" "$@"
 }
 
 need() {
@@ -218,28 +224,36 @@ rc_() {
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == running ]]
 	pm stop -t 5 p1
 	pm rm p1
-	# podman's cleanup (conmon's exit command) may call our delete a
-	# moment after rm returns: the group should be gone within 10 s.
-	for ((i = 0; i < 100; i++)); do
-		[ -d "/sys/fs/cgroup/memory$mem" ] || break
-		sleep 0.1
-	done
-	# Known defect (issue 17's note): under CI load the container's memory
-	# group can outlive `podman rm`.  The next test reports it as a skip
-	# with this reason; the empty group is removed here so the host keeps
-	# nothing of the test.
-	if [ -d "/sys/fs/cgroup/memory$mem" ]; then
-		echo "/sys/fs/cgroup/memory$mem" >"$BATS_FILE_TMPDIR/podman-cgroup-left"
-		[[ "$mem" == */agentbox-* ]] && rmdir "/sys/fs/cgroup/memory$mem"
-	fi
+	# Whichever of podman and conmon's cleanup calls our delete, the
+	# groups and the state are gone when rm returns.
 	[ ! -d "/sys/fs/cgroup/memory$mem" ]
+	[ ! -d "/sys/fs/cgroup/pids$pids" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
-@test "podman: the container's memory cgroup is gone after podman rm" {
+@test "podman: run --rm and an exec'd process leave no cgroup and no state" {
 	need podman
-	if [ -f "$BATS_FILE_TMPDIR/podman-cgroup-left" ]; then
-		skip "KNOWN DEFECT: $(cat "$BATS_FILE_TMPDIR/podman-cgroup-left") was left after podman rm (removed by the test; issue 17)"
-	fi
+	# An exec'd process is in the container's groups (its limits hold it),
+	# and a delete with it still running kills it and removes them.
+	pm run -d --name p2 --network none --pids-limit 30 localhost/busybox sleep 100
+	pid="$(pm inspect -f '{{.State.Pid}}' p2)"
+	pids="$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
+	pm exec -d p2 sleep 200
+	run pm exec p2 sh -c 'grep :pids: /proc/self/cgroup | cut -d: -f3'
+	[ "$output" = "$pids" ]
+	[ "$(wc -l <"/sys/fs/cgroup/pids$pids/cgroup.procs")" -ge 3 ]
+	pm rm -f -t 0 p2
+	[ ! -d "/sys/fs/cgroup/pids$pids" ]
+	# run --rm: only conmon's cleanup deletes; rm's return waits for it.
+	run pm run --rm --network none --pids-limit 20 localhost/busybox sh -c 'grep :pids: /proc/self/cgroup | cut -d: -f3'
+	[ "$status" -eq 0 ]
+	[[ "$output" == */agentbox-* ]]
+	for ((i = 0; i < 50; i++)); do
+		[ -d "/sys/fs/cgroup/pids$output" ] || break
+		sleep 0.1
+	done
+	[ ! -d "/sys/fs/cgroup/pids$output" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
 @test "podman: default network (a joined namespace), -it through the console socket" {
@@ -268,7 +282,7 @@ while True:
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(p.wait())
 ' podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" --storage-driver vfs \
-		--cgroup-manager cgroupfs --events-backend file --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" \
+		--cgroup-manager cgroupfs --events-backend file --runtime "$PM_RUNC" \
 		run --rm -it --network none localhost/busybox sh -c 'tty; exit 4'
 	[ "$status" -eq 4 ]
 	echo "$output"
