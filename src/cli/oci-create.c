@@ -385,8 +385,27 @@ set_up_init (struct create_s *cr, int sync, ab_error_t *err)
 	return wait_ready (sync, err);
 }
 
+/* createContainer and startContainer hooks run in init, in the
+ * container: it gets the state once (status set there per hook). */
 static int
-record (struct create_s *cr, ab_error_t *err)
+container_hooks (const struct ab_oci_s *c, int sync, const json_t *state, ab_error_t *err)
+{
+	const json_t *h = json_object_get (c->json, "hooks");
+	cleanup_free char *text = NULL, *msg = NULL;
+
+	if (json_array_size (json_object_get (h, "createContainer")) == 0
+	    && json_array_size (json_object_get (h, "startContainer")) == 0)
+		return 0;
+	text = json_dumps (state, JSON_COMPACT);
+	msg = xasprintf ("h%s", text);
+	if (strlen (msg) > AB_OCI_STATE_MSG_MAX || send (sync, msg, strlen (msg), MSG_NOSIGNAL) < 0)
+		return ab_error (err, errno ?: E2BIG, AB_E_SYSTEM,
+		                 "hand the state to the container's init");
+	return wait_ready (sync, err);
+}
+
+static int
+record (struct create_s *cr, int sync, ab_error_t *err)
 {
 	char created[AB_UTC_MS_LEN];
 	struct ab_oci_state_s st = { 0 };
@@ -411,6 +430,8 @@ record (struct create_s *cr, ab_error_t *err)
 	r = ab_oci_hooks (cr->c.json, "prestart", state, err);
 	if (r == 0)
 		r = ab_oci_hooks (cr->c.json, "createRuntime", state, err);
+	if (r == 0)
+		r = container_hooks (&cr->c, sync, state, err);
 	json_decref (state);
 	if (r < 0)
 		return -1;
@@ -597,7 +618,7 @@ ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool 
 		return -1;
 	}
 	if (spawn_init (&cr, &sync, err) < 0 || set_up_init (&cr, sync, err) < 0
-	    || record (&cr, err) < 0 || (run && start_conn (sync, err) < 0)) {
+	    || record (&cr, sync, err) < 0 || (run && start_conn (sync, err) < 0)) {
 		undo (&cr);
 		ab_oci_config_free (&cr.c);
 		return -1;

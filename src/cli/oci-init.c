@@ -365,6 +365,12 @@ setup (struct ab_oci_init_s *in, int *tty, ab_error_t *err)
 	if (in->c->hostname && ab_oci_ns_new (in->c, CLONE_NEWUTS)
 	    && sethostname (in->c->hostname, strlen (in->c->hostname)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
+	/* Compiled here so a bad profile fails create, not start. */
+	if (ab_oci_seccomp_compile (
+	            json_object_get (json_object_get (in->c->json, "linux"), "seccomp"),
+	            &in->seccomp, err)
+	    < 0)
+		return -1;
 	if (enter_root (root, err) < 0)
 		return -1;
 	if (in->console_fd >= 0) {
@@ -435,20 +441,46 @@ static void __attribute__ ((noreturn)) serve (pid_t child)
 	}
 }
 
+/* createContainer hooks, when create hands over the state ("h<json>");
+ * the answer is "" or the error. */
+static void
+create_hooks (struct ab_oci_init_s *in, const char *text)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	json_decref (in->state);
+	in->state = json_loads (text, 0, NULL);
+	if (!in->state) {
+		ab_error (&err, 0, AB_E_INVALID, "init: a bad state from create");
+	} else {
+		json_object_set_new (in->state, "status", json_string ("creating"));
+		ab_oci_hooks_in (in->c, "createContainer", in->state, &err);
+	}
+	send (in->sync_fd, err.msg, err.msg[0] ? strlen (err.msg) : 1, MSG_NOSIGNAL);
+}
+
 /* Wait for `start` (a connection on the start socket) or `run`'s own go
  * on the sync socket. */
 static int
 wait_start (struct ab_oci_init_s *in, ab_error_t *err)
 {
 	struct pollfd p[2] = { { in->sync_fd, POLLIN, 0 }, { in->fifo_fd, POLLIN, 0 } };
+	cleanup_free char *msg = xmalloc (AB_OCI_STATE_MSG_MAX + 2);
 
 	for (;;) {
 		char b;
+		ssize_t n;
 		if (poll (p, 2, -1) < 0 && errno != EINTR)
 			return ab_error (err, errno, AB_E_SYSTEM, "poll");
 		if (p[0].revents) {
-			if (read (in->sync_fd, &b, 1) == 1 && b == 's')
+			n = recv (in->sync_fd, msg, AB_OCI_STATE_MSG_MAX + 1, 0);
+			if (n == 1 && msg[0] == 's')
 				return in->sync_fd;
+			if (n > 1 && msg[0] == 'h') {
+				msg[n] = '\0';
+				create_hooks (in, msg + 1);
+				continue;
+			}
 			p[0].fd = -1; /* create returned: only `start` remains */
 		}
 		if (p[1].revents & POLLIN) {
@@ -459,6 +491,17 @@ wait_start (struct ab_oci_init_s *in, ab_error_t *err)
 				close (conn);
 		}
 	}
+}
+
+/* startContainer hooks: in the container, before its process runs; a
+ * failure stops the container (runtime-spec). */
+static int
+start_hooks (struct ab_oci_init_s *in, ab_error_t *err)
+{
+	if (!in->state)
+		return 0;
+	json_object_set_new (in->state, "status", json_string ("created"));
+	return ab_oci_hooks_in (in->c, "startContainer", in->state, err);
 }
 
 void
@@ -476,12 +519,17 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	send (in->sync_fd, "", 1, MSG_NOSIGNAL);
 	if ((starter = wait_start (in, &err)) < 0)
 		_exit (1);
+	if (start_hooks (in, &err) < 0) {
+		fprintf (stderr, "agentbox-runc: %s\n", err.msg);
+		send (starter, "f", 1, MSG_NOSIGNAL);
+		_exit (1);
+	}
 	child = fork ();
 	if (child == 0) {
 		close (starter);
 		close (in->sync_fd);
 		close (in->fifo_fd);
-		ab_oci_exec_process (&in->c->proc, in->c, tty, in->preserve_fds);
+		ab_oci_exec_process (&in->c->proc, in->c, tty, in->preserve_fds, in->seccomp);
 		_exit (127);
 	}
 	send (starter, child > 0 ? "k" : "f", 1, MSG_NOSIGNAL);
@@ -491,6 +539,7 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	close (in->fifo_fd);
 	if (tty >= 0)
 		close (tty);
+	ab_oci_seccomp_free (in->seccomp);
 	if (child < 0)
 		_exit (1);
 	serve (child);

@@ -29,6 +29,8 @@
 #define AB_OCI_SPEC_VERSION   "1.0.2-dev"
 #define AB_OCI_MAX_IDMAPS     8
 #define AB_OCI_HOOK_TIMEOUT_S 30
+/* The state create hands init for its in-container hooks. */
+#define AB_OCI_STATE_MSG_MAX 65536
 
 struct ab_oci_idmap_s {
 	uint32_t inside, host, size;
@@ -50,6 +52,7 @@ struct ab_oci_rlimit_s {
 /* A `specs.Process`: config.json's process or `exec --process`. */
 struct ab_oci_process_s {
 	char **args, **env; /* NULL-terminated */
+	const char *path;   /* what to execute when not args[0] (a hook's path) */
 	char *cwd;
 	uid_t uid;
 	gid_t gid;
@@ -116,6 +119,7 @@ struct ab_oci_state_s {
 	json_t *config;  /* the config it was created from */
 	json_t *cgroups; /* the directories of its groups, removed by delete */
 	bool started;
+	bool paused; /* by pause (the freezer, else SIGSTOP) until resume */
 };
 int ab_oci_check_id (const char *id, ab_error_t *err);
 int ab_oci_state_dir (const struct ab_oci_global_s *g, const char *id, char *buf, size_t size,
@@ -143,6 +147,11 @@ int ab_oci_cgroup_join (const json_t *dirs, ab_error_t *err);
 int ab_oci_write_pid_file (const char *path, pid_t pid, ab_error_t *err);
 /* Run the hooks config.hooks.<kind> with the state on stdin. */
 int ab_oci_hooks (const json_t *config, const char *kind, const json_t *state, ab_error_t *err);
+/* The same in the container (createContainer, startContainer: run by
+ * init after pivot_root), each hook behind the walls of a container
+ * process (ab_oci_exec_process), as the container's root. */
+int ab_oci_hooks_in (const struct ab_oci_s *c, const char *kind, const json_t *state,
+                     ab_error_t *err);
 
 /* oci-create.c */
 int ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool run,
@@ -164,6 +173,8 @@ struct ab_oci_init_s {
 	int console_fd; /* -1 without a terminal */
 	int fifo_fd;    /* O_PATH of exec.fifo, opened before the root changes */
 	int preserve_fds;
+	void *seccomp; /* the bundle's filter, compiled in setup */
+	json_t *state; /* from create, for the in-container hooks (or NULL) */
 };
 void ab_oci_init_main (struct ab_oci_init_s *in) __attribute__ ((noreturn));
 
@@ -172,6 +183,15 @@ int ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_
 /* The walls every process of a container gets, then execve; in a forked
  * child.  Returns only on failure (with errno). */
 void ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c, int tty_slave,
-                          int preserve_fds);
+                          int preserve_fds, void *seccomp);
+
+/* oci-update.c: memory, pids and cpu of a running container. */
+int ab_oci_cmd_update (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err);
+
+/* oci-seccomp.c: linux.seccomp compiled (*out NULL when there is none),
+ * loaded last before execve on top of our own filter, freed. */
+int ab_oci_seccomp_compile (const json_t *seccomp, void **out, ab_error_t *err);
+int ab_oci_seccomp_load (void *filter);
+void ab_oci_seccomp_free (void *filter);
 
 #endif

@@ -161,6 +161,81 @@ rc_() {
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
 }
 
+# bundle_edit FILE PYTHON: change config.json with c bound to it.
+bundle_edit() {
+	python3 - "$1/config.json" "$2" <<-'PY'
+	import json, sys
+	p = sys.argv[1]
+	c = json.load(open(p))
+	exec("\n".join(l.strip() for l in sys.argv[2].splitlines()))
+	json.dump(c, open(p, "w"))
+	PY
+}
+
+@test "direct: the bundle's seccomp profile on top of ours" {
+	b="$(bundle sh -c 'mkdir /tmp/x; echo mkdir=$?; touch /tmp/y && echo touch=0; unshare -U true; echo unshare=$?; grep Seccomp_filters /proc/self/status')"
+	# Stricter: mkdir refused with EPERM; a name libseccomp does not know is skipped.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+	    {"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+	    {"names": ["no_such_syscall"], "action": "SCMP_ACT_KILL"}]}'
+	run rc_ run -b "$b" sc1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"mkdir=1"* ]]
+	[[ "$output" == *"Operation not permitted"* ]]
+	[[ "$output" == *"touch=0"* ]]
+	[[ "$output" == *"Seccomp_filters:	2"* ]]
+	# Looser: allowing everything, unshare included, loosens nothing of ours.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW",
+	    "syscalls": [{"names": ["unshare"], "action": "SCMP_ACT_ALLOW"}]}'
+	run rc_ run -b "$b" sc2
+	[[ "$output" == *"mkdir=0"* ]]
+	[[ "$output" == *"unshare=1"* ]] || [[ "$output" == *"unshare=2"* ]]
+	# A profile we cannot honour fails create, with nothing left.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_NOTIFY"}'
+	run rc_ create -b "$b" sc3
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"SCMP_ACT_NOTIFY"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+@test "direct: in-container hooks, freezer pause, update, delete kills what is left" {
+	b="$(bundle sh -c 'cat /tmp/cc /tmp/sc; sleep 100')"
+	bundle_edit "$b" 'c["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /tmp/cc; echo >> /tmp/cc"]}],
+	    "startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /tmp/sc; echo >> /tmp/sc"]}]}
+	c["linux"]["resources"] = {"memory": {"limit": 67108864}, "pids": {"limit": 40}}'
+	rc_ create -b "$b" --pid-file "$BATS_TEST_TMPDIR/pid" u1 </dev/null >"$BATS_TEST_TMPDIR/out" 2>&1
+	pid="$(cat "$BATS_TEST_TMPDIR/pid")"
+	rc_ start u1
+	for _ in $(seq 50); do grep -q '"created"' "$BATS_TEST_TMPDIR/out" && break; sleep 0.1; done
+	# The hooks ran in the container (their files are in its /tmp), with the state.
+	grep -q '"status":"creating","bundle"' "$BATS_TEST_TMPDIR/out"
+	grep -q '"id":"u1".*"status":"created"' "$BATS_TEST_TMPDIR/out"
+	[ ! -e /tmp/cc ]
+	mem="/sys/fs/cgroup/memory$(grep :memory: /proc/$pid/cgroup | cut -d: -f3)"
+	pids="/sys/fs/cgroup/pids$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 67108864 ]
+	rc_ update --memory 128m --pids-limit 50 u1
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$pids/pids.max")" = 50 ]
+	echo '{"memory": {"limit": 33554432}, "pids": {"limit": 0}}' | rc_ update --resources - u1
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 33554432 ]
+	[ "$(cat "$pids/pids.max")" = max ]
+	rc_ pause u1
+	run rc_ state u1
+	[[ "$output" == *'"status": "paused"'* ]]
+	! grep -q 'State:.*T' /proc/$pid/status
+	# An exec'd process joins the groups; delete --force of the paused
+	# container kills everything (thawing first) and removes them.
+	rc_ resume u1
+	rc_ exec -d u1 sleep 200
+	[ "$(wc -l <"$pids/cgroup.procs")" -ge 3 ]
+	rc_ pause u1
+	rc_ delete --force u1
+	[ ! -d "$mem" ] && [ ! -d "$pids" ]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
 @test "bad bundles: clear errors, nothing left" {
 	s="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$BATS_TEST_TMPDIR/empty"
@@ -220,6 +295,9 @@ rc_() {
 	[[ "$output" == *"sleep 100"* ]]
 	pm pause p1
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == paused ]]
+	# Through the freezer, not SIGSTOP: the task is not stopped ('T').
+	grep -qx 'frozen 1' "/sys/fs/cgroup/unified$(grep '^0::' /proc/$pid/cgroup | cut -d: -f3)/cgroup.events"
+	! grep -q 'State:.*T' /proc/$pid/status
 	pm unpause p1
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == running ]]
 	pm stop -t 5 p1
