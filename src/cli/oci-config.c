@@ -481,6 +481,7 @@ ab_oci_config_load (const char *bundle, struct ab_oci_s *c, ab_error_t *err)
 	    || parse_linux (json_object_get (c->json, "linux"), c, err) < 0)
 		return -1;
 	c->hostname = dup_str (c->json, "hostname");
+	c->cgroups_path = dup_str (json_object_get (c->json, "linux"), "cgroupsPath");
 	return 0;
 }
 
@@ -502,6 +503,7 @@ ab_oci_config_free (struct ab_oci_s *c)
 	free (c->bundle);
 	free (c->rootfs);
 	free (c->hostname);
+	free (c->cgroups_path);
 	json_decref (c->json);
 	memset (c, 0, sizeof *c);
 }

@@ -255,6 +255,16 @@ make_cgroup (struct create_s *cr, ab_error_t *err)
 	ab_error_t soft = AB_ERROR_INIT;
 
 	lim.explicit_cgroup = lim.memory_bytes || lim.pids || lim.cpu_millis;
+	/* The engine's cgroupsPath; without limits a host where it cannot
+	 * be made (no writable cgroupfs) still runs the container. */
+	if (cr->c.cgroups_path) {
+		if (ab_cgroup_create_at (cr->id, cr->c.cgroups_path, &lim, &cr->cg, err) == 0)
+			return 0;
+		if (lim.explicit_cgroup)
+			return ab_error_wrap (err, "linux.cgroupsPath");
+		fprintf (stderr, "agentbox-runc: warning: %s\n", err->msg);
+		ab_error_clear (err);
+	}
 	if (ab_cgroup_create (cr->id, &lim, &cr->cg, lim.explicit_cgroup ? err : &soft) < 0)
 		return lim.explicit_cgroup ? ab_error_wrap (err, "cgroup limits") : 0;
 	return 0;
@@ -421,7 +431,7 @@ record (struct create_s *cr, int sync, ab_error_t *err)
 	st.created = created;
 	st.annotations = json_object_get (cr->c.json, "annotations");
 	st.config = cr->c.json;
-	st.cgroups = ab_oci_cgroup_dirs (cr->pid, cr->id);
+	st.cgroups = ab_oci_cgroup_dirs (cr->pid, cr->id, cr->c.cgroups_path);
 	r = ab_oci_state_save (cr->g, &st, err);
 	json_decref (st.cgroups);
 	if (r < 0)

@@ -307,23 +307,30 @@ ab_oci_hooks_in (const struct ab_oci_s *c, const char *kind, const json_t *state
  * controller at /sys/fs/cgroup/<first ctrl>, v2 at .../unified on this
  * hybrid or at /sys/fs/cgroup on a pure v2 host. */
 json_t *
-ab_oci_cgroup_dirs (pid_t init, const char *id)
+ab_oci_cgroup_dirs (pid_t init, const char *id, const char *at)
 {
-	char path[64], line[1024], want[160];
+	char path[64], line[1024], want[PATH_MAX];
 	cleanup_file FILE *f = NULL;
 	json_t *dirs = json_array ();
 
 	snprintf (path, sizeof path, "/proc/%d/cgroup", (int)init);
-	snprintf (want, sizeof want, "/agentbox-%s", id);
+	if (at && at[0])
+		snprintf (want, sizeof want, "%s%s", at[0] == '/' ? "" : "/", at);
+	else
+		snprintf (want, sizeof want, "/agentbox-%s", id);
 	if (!(f = fopen (path, "re")))
 		return dirs;
 	while (fgets (line, sizeof line, f)) {
 		char *c1 = strchr (line, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL,
 		     dir[PATH_MAX];
 		struct stat st;
-		if (!c2 || !strstr (c2, want))
+		size_t len;
+		if (!c2)
 			continue;
 		c2[strcspn (c2, "\n")] = '\0';
+		len = strlen (c2);
+		if (len < strlen (want) || strcmp (c2 + len - strlen (want), want) != 0)
+			continue;
 		*c2 = '\0';
 		c1[strcspn (c1, ",")] = '\0';
 		if (c1[1])
@@ -341,8 +348,7 @@ ab_oci_cgroup_dirs (pid_t init, const char *id)
 static bool
 own_group (const char *d)
 {
-	return d && strncmp (d, "/sys/fs/cgroup/", 15) == 0 && strstr (d, "/agentbox-")
-	       && !strstr (d, "/../");
+	return d && strncmp (d, "/sys/fs/cgroup/", 15) == 0 && !strstr (d, "/../");
 }
 
 int

@@ -88,6 +88,7 @@ struct ab_oci_s {
 	char *hostname;
 	char **masked, **readonly; /* NULL-terminated */
 	uint64_t memory, pids, cpu_millis;
+	char *cgroups_path; /* linux.cgroupsPath, or NULL */
 };
 
 /* Global flags and the error log the caller reads. */
@@ -135,10 +136,10 @@ json_t *ab_oci_state_json (const struct ab_oci_global_s *g, const struct ab_oci_
                            const char *status);
 /* Every host pid in the container's pid namespace (init first). */
 pid_t *ab_oci_pids (pid_t init, size_t *n);
-/* The directories of init's groups named agentbox-<id> (ab_cgroup_create
- * puts them below the creator's cgroup, which `delete`, run from
- * elsewhere, cannot find again). */
-json_t *ab_oci_cgroup_dirs (pid_t init, const char *id);
+/* The directories of init's groups: at the bundle's cgroupsPath `at`, or
+ * named agentbox-<id> (ab_cgroup_create puts them below the creator's
+ * cgroup, which `delete`, run from elsewhere, cannot find again). */
+json_t *ab_oci_cgroup_dirs (pid_t init, const char *id, const char *at);
 /* Kill what is left in them and remove them (bounded retries). */
 int ab_oci_cgroup_remove (const json_t *dirs, ab_error_t *err);
 /* Move the calling process into them (exec: a process of the container

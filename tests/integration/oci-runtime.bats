@@ -288,6 +288,8 @@ bundle_edit() {
 	[[ "$output" == *in-exec* ]]
 	pid="$(pm inspect -f '{{.State.Pid}}' p1)"
 	mem="$(grep :memory: /proc/$pid/cgroup | cut -d: -f3)"
+	# podman's cgroupsPath (cgroupfs) is where the groups are.
+	[ "$mem" = "/libpod_parent/libpod-$(pm inspect -f '{{.Id}}' p1)" ]
 	[ "$(cat /sys/fs/cgroup/memory$mem/memory.limit_in_bytes)" = 67108864 ]
 	pids="$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
 	[ "$(cat /sys/fs/cgroup/pids$pids/pids.max)" = 40 ]
@@ -325,7 +327,7 @@ bundle_edit() {
 	# run --rm: only conmon's cleanup deletes; rm's return waits for it.
 	run pm run --rm --network none --pids-limit 20 localhost/busybox sh -c 'grep :pids: /proc/self/cgroup | cut -d: -f3'
 	[ "$status" -eq 0 ]
-	[[ "$output" == */agentbox-* ]]
+	[[ "$output" == /libpod_parent/libpod-* ]]
 	for ((i = 0; i < 50; i++)); do
 		[ -d "/sys/fs/cgroup/pids$output" ] || break
 		sleep 0.1
