@@ -33,6 +33,7 @@
 #include "base/fd.h"
 #include "base/sys.h"
 #include "base/unix-socket.h"
+#include "backend/agent-exe.h"
 #include "base/xalloc.h"
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
@@ -243,6 +244,8 @@ undo (struct create_s *cr)
 	unlink (path);
 	snprintf (path, sizeof path, "%s/start.sock", cr->dir);
 	unlink (path);
+	snprintf (path, sizeof path, "%s/agent.sock", cr->dir);
+	unlink (path);
 	rmdir (cr->dir);
 }
 
@@ -339,8 +342,11 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 {
 	struct ab_oci_init_s in = { .c = &cr->c,
 		                    .console_fd = -1,
-		                    .preserve_fds = cr->preserve_fds };
-	cleanup_close int console = -1, listen = -1, dirfd = -1;
+		                    .preserve_fds = cr->preserve_fds,
+		                    .agent_listen = -1,
+		                    .agent_exe = -1 };
+	cleanup_close int console = -1, listen = -1, dirfd = -1, agent = -1;
+	cleanup_free char *agent_path = NULL;
 	int sv[2];
 	char path[PATH_MAX + 16];
 
@@ -361,6 +367,11 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 	if ((dirfd = start_socket_path (cr->dir, path, sizeof path, err)) < 0
 	    || (listen = ab_unix_listen (path, 4, err)) < 0)
 		return -1;
+	if (ab_oci_wants_agent (cr->c.json)
+	    && ((agent_path = ab_agent_exe_path (err)) == NULL
+	        || (snprintf (path, sizeof path, "/proc/self/fd/%d/agent.sock", dirfd),
+	            (agent = ab_unix_listen (path, 16, err)) < 0)))
+		return ab_error_wrap (err, "run.agentbox.agent");
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
 	if (make_cgroup (cr, err) < 0 || join_namespaces (&cr->c, err) < 0
@@ -374,6 +385,8 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 		in.sync_fd = sv[1];
 		in.console_fd = console;
 		in.fifo_fd = listen;
+		in.agent_path = agent_path;
+		in.agent_listen = agent;
 		ab_oci_init_main (&in);
 	}
 	close (sv[1]);
@@ -534,6 +547,9 @@ mark_started (const struct ab_oci_global_s *g, const char *id)
 		return;
 	st.started = true;
 	ab_oci_state_save (g, &st, &e);
+	if (ab_oci_agent_configure (g, &st, &e) < 0)
+		fprintf (stderr, "agentbox-runc: warning: %s\n", e.msg);
+	ab_error_clear (&e);
 	state = ab_oci_state_json (g, &st, "running");
 	if (ab_oci_hooks (st.config, "poststart", state, &e) < 0)
 		fprintf (stderr, "agentbox-runc: warning: %s\n", e.msg);

@@ -45,8 +45,8 @@ fail (const char *what)
 	_exit (errno == ENOENT ? 127 : 126);
 }
 
-static size_t
-rw_paths (const struct ab_oci_s *c, char **out, size_t max)
+size_t
+ab_oci_rw_paths (const struct ab_oci_s *c, char **out, size_t max)
 {
 	size_t n = 0;
 
@@ -95,7 +95,7 @@ ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c,
                      int preserve, void *seccomp)
 {
 	char *rw[64];
-	size_t n = rw_paths (c, rw, 64);
+	size_t n = ab_oci_rw_paths (c, rw, 64);
 	int abi;
 
 	stdio_and_fds (tty, preserve);

@@ -18,13 +18,16 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "backend/agent-exe.h"
 #include "base/xalloc.h"
+#include "proto/proto.h"
 #include "isolate/mountfd.h"
 #include "isolate/sandbox-fs.h"
 
@@ -365,6 +368,10 @@ setup (struct ab_oci_init_s *in, int *tty, ab_error_t *err)
 	if (in->c->hostname && ab_oci_ns_new (in->c, CLONE_NEWUTS)
 	    && sethostname (in->c->hostname, strlen (in->c->hostname)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
+	/* The agent from the host's file, captured before the host's tree
+	 * goes: a read-only, nosuid mount nobody inside can write through. */
+	if (in->agent_path && (in->agent_exe = ab_agent_exe_mount (in->agent_path, err)) < 0)
+		return -1;
 	/* Compiled here so a bad profile fails create, not start. */
 	if (ab_oci_seccomp_compile (
 	            json_object_get (json_object_get (in->c->json, "linux"), "seccomp"),
@@ -493,6 +500,39 @@ wait_start (struct ab_oci_init_s *in, ab_error_t *err)
 	}
 }
 
+/* Our agent beside the container's process (run.agentbox.agent), in
+ * service mode on the listening socket create made.  It is PID 1 of a
+ * pid namespace of its own below the container's (it refuses anything
+ * else: it reaps what it starts), and init's child, so it ends with the
+ * container. */
+static void
+start_agent (struct ab_oci_init_s *in)
+{
+	char *const argv[] = { (char *)"agentbox-agent", NULL };
+	char *const envp[] = { NULL };
+	int null;
+	pid_t pid;
+
+	if (in->agent_exe < 0)
+		return;
+	pid = ab_sys_clone_fork (CLONE_NEWPID);
+	if (pid == 0) {
+		null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+		setsid ();
+		if (null < 0 || dup2 (in->agent_listen, AB_AGENT_LISTEN_FD) < 0)
+			_exit (125);
+		for (int fd = 0; fd < 3; fd++)
+			dup2 (null, fd);
+		close (3);
+		ab_sys_close_range (AB_AGENT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+		syscall (__NR_execveat, in->agent_exe, "", argv, envp, AT_EMPTY_PATH);
+		_exit (127);
+	}
+	close (in->agent_exe);
+	close (in->agent_listen);
+	in->agent_exe = in->agent_listen = -1;
+}
+
 /* startContainer hooks: in the container, before its process runs; a
  * failure stops the container (runtime-spec). */
 static int
@@ -524,6 +564,7 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 		send (starter, "f", 1, MSG_NOSIGNAL);
 		_exit (1);
 	}
+	start_agent (in);
 	child = fork ();
 	if (child == 0) {
 		close (starter);

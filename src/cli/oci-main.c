@@ -155,6 +155,8 @@ remove_state (const struct ab_oci_global_s *g, const char *id)
 	unlink (path);
 	snprintf (path, sizeof path, "%s/start.sock", dir);
 	unlink (path);
+	snprintf (path, sizeof path, "%s/agent.sock", dir);
+	unlink (path);
 	rmdir (dir);
 }
 

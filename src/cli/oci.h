@@ -174,9 +174,13 @@ struct ab_oci_init_s {
 	int console_fd; /* -1 without a terminal */
 	int fifo_fd;    /* O_PATH of exec.fifo, opened before the root changes */
 	int preserve_fds;
-	void *seccomp; /* the bundle's filter, compiled in setup */
-	json_t *state; /* from create, for the in-container hooks (or NULL) */
+	void *seccomp;          /* the bundle's filter, compiled in setup */
+	json_t *state;          /* from create, for the in-container hooks (or NULL) */
+	const char *agent_path; /* run.agentbox.agent: agentbox-agent, or NULL */
+	int agent_listen;       /* its listening socket, <state>/agent.sock */
+	int agent_exe;          /* a read-only mount of it, made before pivot_root */
 };
+#define AB_OCI_AGENT_ANNOTATION "run.agentbox.agent"
 void ab_oci_init_main (struct ab_oci_init_s *in) __attribute__ ((noreturn));
 
 /* oci-exec.c */
@@ -185,6 +189,16 @@ int ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_
  * child.  Returns only on failure (with errno). */
 void ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c, int tty_slave,
                           int preserve_fds, void *seccomp);
+
+/* Where the container's processes may write (Landlock): a writable
+ * root, the writable mounts.  At most max. */
+size_t ab_oci_rw_paths (const struct ab_oci_s *c, char **out, size_t max);
+
+/* oci-agent.c: the annotation asks for our agent; configure it (on
+ * <state dir>/agent.sock) once the container has started. */
+bool ab_oci_wants_agent (const json_t *config);
+int ab_oci_agent_configure (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st,
+                            ab_error_t *err);
 
 /* oci-update.c: memory, pids and cpu of a running container. */
 int ab_oci_cmd_update (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err);

@@ -336,6 +336,33 @@ bundle_edit() {
 	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
+@test "podman: run.agentbox.agent puts our agent beside the container (exec and files)" {
+	need podman
+	local agentctl="${HELPERS:-$ROOT_DIR/build/tests}/agentctl"
+	[ -x "$agentctl" ] || skip "agentctl not built (make helpers)"
+	pm run -d --name p3 --network none --annotation run.agentbox.agent=true localhost/busybox sleep 100
+	id="$(pm inspect -f '{{.Id}}' p3)"
+	sock="$BATS_FILE_TMPDIR/oci/$id/agent.sock"
+	[ -S "$sock" ]
+	# A process through our agent: in the container, behind its walls.
+	run timeout 20 "$agentctl" -s "$sock" exec -- sh -c 'echo via-agent; grep -E "^(CapEff|Seccomp):" /proc/self/status; ls /bin/busybox'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *via-agent* ]]
+	[[ "$output" == *"CapEff:	0000000000000000"* ]]
+	[[ "$output" == *"Seccomp:	2"* ]]
+	# Files both ways: what the agent writes, podman's exec reads.
+	echo from-host | timeout 20 "$agentctl" -s "$sock" put /tmp/h.txt
+	run pm exec p3 cat /tmp/h.txt
+	[ "$output" = from-host ]
+	pm exec p3 sh -c 'echo from-container > /tmp/c.txt'
+	run timeout 20 "$agentctl" -s "$sock" cat /tmp/c.txt
+	[ "$output" = from-container ]
+	pm rm -f -t 0 p3
+	[ ! -e "$sock" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
+}
+
 @test "podman: default network (a joined namespace), -it through the console socket" {
 	need podman
 	run pm run --rm localhost/busybox sh -c 'ip -o link | wc -l; readlink /proc/self/ns/net'
