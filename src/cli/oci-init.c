@@ -421,30 +421,39 @@ status_of (int ws)
 	return WIFEXITED (ws) ? WEXITSTATUS (ws) : 128 + WTERMSIG (ws);
 }
 
-static void __attribute__ ((noreturn)) serve (pid_t child)
+/* A child of init: the signals as a fresh process has them. */
+static void
+reset_signals (void)
 {
-	sigset_t all;
-	int code = 0;
+	sigset_t none;
 
-	catch_all (&all);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal (s, SIG_DFL);
+	sigemptyset (&none);
+	sigprocmask (SIG_SETMASK, &none, NULL);
+}
+
+/* Every signal was blocked (catch_all) before the process was forked, so
+ * a SIGCHLD of a process that ends at once waits for us; the reaping
+ * pass runs first anyway. */
+static void __attribute__ ((noreturn)) serve (pid_t child, sigset_t *all)
+{
 	for (;;) {
 		siginfo_t si;
-		int s = sigwaitinfo (&all, &si);
-		if (s == SIGCHLD) {
-			int ws;
-			pid_t p;
-			while ((p = waitpid (-1, &ws, WNOHANG)) > 0)
-				if (p == child) {
-					code = status_of (ws);
-					/* The container ends with its process. */
-					kill (-1, SIGKILL);
-					while (waitpid (-1, NULL, 0) > 0)
-						;
-					_exit (code);
-				}
-		} else if (s > 0 && s != SIGCHLD) {
+		int ws, s;
+		pid_t p;
+		while ((p = waitpid (-1, &ws, WNOHANG)) > 0)
+			if (p == child) {
+				/* The container ends with its process. */
+				kill (-1, SIGKILL);
+				while (waitpid (-1, NULL, 0) > 0)
+					;
+				_exit (status_of (ws));
+			}
+		s = sigwaitinfo (all, &si);
+		if (s > 0 && s != SIGCHLD)
 			kill (child, s);
-		}
 	}
 }
 
@@ -517,6 +526,7 @@ start_agent (struct ab_oci_init_s *in)
 		return;
 	pid = ab_sys_clone_fork (CLONE_NEWPID);
 	if (pid == 0) {
+		reset_signals ();
 		null = open ("/dev/null", O_RDWR | O_CLOEXEC);
 		setsid ();
 		if (null < 0 || dup2 (in->agent_listen, AB_AGENT_LISTEN_FD) < 0)
@@ -550,6 +560,7 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	ab_error_t err = AB_ERROR_INIT;
 	int tty = -1, starter;
 	pid_t child;
+	sigset_t all;
 
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (setup (in, &tty, &err) < 0) {
@@ -564,9 +575,11 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 		send (starter, "f", 1, MSG_NOSIGNAL);
 		_exit (1);
 	}
+	catch_all (&all);
 	start_agent (in);
 	child = fork ();
 	if (child == 0) {
+		reset_signals ();
 		close (starter);
 		close (in->sync_fd);
 		close (in->fifo_fd);
@@ -583,5 +596,5 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	ab_oci_seccomp_free (in->seccomp);
 	if (child < 0)
 		_exit (1);
-	serve (child);
+	serve (child, &all);
 }
