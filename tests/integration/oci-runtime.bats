@@ -161,6 +161,22 @@ rc_() {
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
 }
 
+@test "direct: a process that ends at once stops the container (20 rounds)" {
+	# Its SIGCHLD may come before init waits for it: never lost.
+	b="$(bundle true)"
+	for i in $(seq 20); do
+		rc_ create -b "$b" q$i </dev/null >/dev/null 2>&1
+		rc_ start q$i
+		for ((k = 0; k < 100; k++)); do
+			rc_ state q$i | grep -q '"stopped"' && break
+			sleep 0.02
+		done
+		[ "$k" -lt 100 ]
+		rc_ delete q$i
+	done
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
 # bundle_edit FILE PYTHON: change config.json with c bound to it.
 bundle_edit() {
 	python3 - "$1/config.json" "$2" <<-'PY'
