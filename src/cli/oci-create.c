@@ -180,7 +180,7 @@ send_trees (struct create_s *cr, int sync, ab_error_t *err)
 		if (fd < 0 || send_fd (sync, fd, err) < 0)
 			return ab_error_wrap (err, "bind mount %s", m->destination);
 	}
-	return 0;
+	return ab_oci_devices_send (cr->c.json, sync, err);
 }
 
 static int

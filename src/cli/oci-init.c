@@ -298,6 +298,7 @@ build_root (struct ab_oci_init_s *in, int *root_out, ab_error_t *err)
 			return -1;
 	}
 	if (dev_nodes (root, dev_fds, has_mount (c, "/dev"), err) < 0
+	    || ab_oci_devices_attach (c->json, root, in->sync_fd, err) < 0
 	    || sysctls (root, json_object_get (json_object_get (c->json, "linux"), "sysctl"),
 	                ab_oci_ns_new (c, CLONE_NEWNET), err)
 	               < 0

@@ -200,6 +200,12 @@ bool ab_oci_wants_agent (const json_t *config);
 int ab_oci_agent_configure (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st,
                             ab_error_t *err);
 
+/* oci-devices.c: linux.devices, host nodes bound in: create hands
+ * clones of them to init (after the binds), init attaches them beneath
+ * its root (after /dev). */
+int ab_oci_devices_send (const json_t *config, int sync, ab_error_t *err);
+int ab_oci_devices_attach (const json_t *config, int root, int sync, ab_error_t *err);
+
 /* oci-update.c: memory, pids and cpu of a running container. */
 int ab_oci_cmd_update (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err);
 

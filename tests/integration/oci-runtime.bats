@@ -215,6 +215,27 @@ bundle_edit() {
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
 }
 
+@test "direct: linux.devices are the host's nodes bound in; a missing one is refused" {
+	b="$(bundle sh -c 'ls -l /dev/mynull /dev/myfifo; echo x > /dev/mynull && echo write-ok; head -c 3 /dev/myzero | wc -c')"
+	bundle_edit "$b" 'c["linux"]["devices"] = [{"path": "/dev/mynull", "type": "c", "major": 1, "minor": 3},
+	    {"path": "/dev/myzero", "type": "c", "major": 1, "minor": 5, "fileMode": 511},
+	    {"path": "/dev/myfifo", "type": "p"}]'
+	run rc_ run -b "$b" dv1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1,   3"*"/dev/mynull"* ]]
+	[[ "$output" == *"prw"*"/dev/myfifo"* ]]
+	[[ "$output" == *write-ok* ]]
+	[ "${lines[-1]}" = 3 ]
+	# The host's node is not changed by fileMode.
+	[ "$(stat -c %a /dev/zero)" = 666 ]
+	bundle_edit "$b" 'c["linux"]["devices"] = [{"path": "/dev/nope", "type": "c", "major": 250, "minor": 251}]'
+	run rc_ run -b "$b" dv2
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no host node c 250:251"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
 @test "direct: in-container hooks, freezer pause, update, delete kills what is left" {
 	b="$(bundle sh -c 'cat /tmp/cc /tmp/sc; sleep 100')"
 	bundle_edit "$b" 'c["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /tmp/cc; echo >> /tmp/cc"]}],
