@@ -160,6 +160,8 @@ remove_state (const struct ab_oci_global_s *g, const char *id)
 	rmdir (dir);
 }
 
+static int freeze (const struct ab_oci_state_s *st, bool on, ab_error_t *err);
+
 static int
 cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
 {
@@ -191,6 +193,9 @@ cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *
 		ab_oci_state_free (&st);
 		return -1;
 	}
+	/* A task frozen by the v1 freezer does not die of SIGKILL: thaw first. */
+	if (strcmp (status, "paused") == 0 && freeze (&st, false, err) < 0)
+		ab_error_clear (err);
 	if (strcmp (status, "stopped") != 0)
 		kill_and_wait (&st);
 	/* Every group create made goes before the state does: when one
