@@ -180,7 +180,8 @@ struct ab_oci_init_s {
 	int agent_listen;       /* its listening socket, <state>/agent.sock */
 	int agent_exe;          /* a read-only mount of it, made before pivot_root */
 };
-#define AB_OCI_AGENT_ANNOTATION "run.agentbox.agent"
+#define AB_OCI_AGENT_ANNOTATION   "run.agentbox.agent"
+#define AB_OCI_NETWORK_ANNOTATION "run.agentbox.network"
 void ab_oci_init_main (struct ab_oci_init_s *in) __attribute__ ((noreturn));
 
 /* oci-exec.c */

@@ -400,11 +400,25 @@ bundle_edit() {
 	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
-@test "podman: default network (a joined namespace), -it through the console socket" {
+@test "podman: default network (a joined namespace), run.agentbox.network=none, -it through the console socket" {
 	need podman
 	run pm run --rm localhost/busybox sh -c 'ip -o link | wc -l; readlink /proc/self/ns/net'
 	[ "$status" -eq 0 ]
 	[ "$(readlink /proc/self/ns/net)" != "${lines[1]}" ]
+	# run.agentbox.network=none: a namespace of the container's own, not
+	# the one podman prepared; "proxy" is refused, not silently dropped.
+	pm run -d --name p4 --annotation run.agentbox.network=none localhost/busybox sleep 100
+	key="$(pm inspect -f '{{.NetworkSettings.SandboxKey}}' p4)"
+	[ -n "$key" ]
+	run pm exec p4 readlink /proc/self/ns/net
+	[ "$output" != "net:[$(stat -L -c %i "$key")]" ]
+	[ "$output" != "$(readlink /proc/self/ns/net)" ]
+	run pm exec p4 sh -c 'ip -o link | wc -l'
+	[ "$output" = 1 ]
+	pm rm -f -t 0 p4
+	run pm run --rm --network none --annotation run.agentbox.network=proxy localhost/busybox true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"run.agentbox.network=proxy is not supported"* ]]
 	local d="$BATS_FILE_TMPDIR"
 	# podman -it on a terminal of our own (a python pty; `script` ends
 	# the session when its stdin ends, before the output arrives).
