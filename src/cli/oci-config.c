@@ -376,6 +376,37 @@ parse_namespaces (const json_t *a, struct ab_oci_s *c, ab_error_t *err)
 	return 0;
 }
 
+/* run.agentbox.network: "none" gives the container a network namespace of
+ * its own with only lo, whatever the engine prepared (its namespace is
+ * not joined, the host's never shared); "engine" (the default) keeps the
+ * engine's.  Our egress proxy ("proxy") needs a host side that outlives
+ * create: refused, not silently dropped. */
+static int
+network_annotation (struct ab_oci_s *c, ab_error_t *err)
+{
+	const char *v = json_string_value (json_object_get (
+	        json_object_get (c->json, "annotations"), AB_OCI_NETWORK_ANNOTATION));
+	size_t i;
+
+	if (!v || strcmp (v, "engine") == 0)
+		return 0;
+	if (strcmp (v, "none") != 0)
+		return ab_error (err, 0, AB_E_INVALID,
+		                 "annotation " AB_OCI_NETWORK_ANNOTATION
+		                 "=%s is not supported (none or engine)",
+		                 v);
+	for (i = 0; i < c->n_ns && c->ns[i].type != CLONE_NEWNET; i++)
+		;
+	if (i == c->n_ns) {
+		if (c->n_ns == 8)
+			return ab_error (err, 0, AB_E_INVALID, "config.json: too many namespaces");
+		c->ns[c->n_ns++] = (struct ab_oci_ns_s){ .type = CLONE_NEWNET };
+	}
+	free (c->ns[i].path);
+	c->ns[i].path = NULL;
+	return 0;
+}
+
 bool
 ab_oci_ns_new (const struct ab_oci_s *c, int type)
 {
@@ -480,7 +511,10 @@ ab_oci_config_load (const char *bundle, struct ab_oci_s *c, ab_error_t *err)
 	    || ab_oci_mounts_parse (json_object_get (c->json, "mounts"), c, err) < 0
 	    || parse_linux (json_object_get (c->json, "linux"), c, err) < 0)
 		return -1;
+	if (network_annotation (c, err) < 0)
+		return -1;
 	c->hostname = dup_str (c->json, "hostname");
+	c->cgroups_path = dup_str (json_object_get (c->json, "linux"), "cgroupsPath");
 	return 0;
 }
 
@@ -502,6 +536,7 @@ ab_oci_config_free (struct ab_oci_s *c)
 	free (c->bundle);
 	free (c->rootfs);
 	free (c->hostname);
+	free (c->cgroups_path);
 	json_decref (c->json);
 	memset (c, 0, sizeof *c);
 }

@@ -33,6 +33,7 @@
 #include "base/fd.h"
 #include "base/sys.h"
 #include "base/unix-socket.h"
+#include "backend/agent-exe.h"
 #include "base/xalloc.h"
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
@@ -179,7 +180,7 @@ send_trees (struct create_s *cr, int sync, ab_error_t *err)
 		if (fd < 0 || send_fd (sync, fd, err) < 0)
 			return ab_error_wrap (err, "bind mount %s", m->destination);
 	}
-	return 0;
+	return ab_oci_devices_send (cr->c.json, sync, err);
 }
 
 static int
@@ -243,6 +244,8 @@ undo (struct create_s *cr)
 	unlink (path);
 	snprintf (path, sizeof path, "%s/start.sock", cr->dir);
 	unlink (path);
+	snprintf (path, sizeof path, "%s/agent.sock", cr->dir);
+	unlink (path);
 	rmdir (cr->dir);
 }
 
@@ -255,6 +258,16 @@ make_cgroup (struct create_s *cr, ab_error_t *err)
 	ab_error_t soft = AB_ERROR_INIT;
 
 	lim.explicit_cgroup = lim.memory_bytes || lim.pids || lim.cpu_millis;
+	/* The engine's cgroupsPath; without limits a host where it cannot
+	 * be made (no writable cgroupfs) still runs the container. */
+	if (cr->c.cgroups_path) {
+		if (ab_cgroup_create_at (cr->id, cr->c.cgroups_path, &lim, &cr->cg, err) == 0)
+			return 0;
+		if (lim.explicit_cgroup)
+			return ab_error_wrap (err, "linux.cgroupsPath");
+		fprintf (stderr, "agentbox-runc: warning: %s\n", err->msg);
+		ab_error_clear (err);
+	}
 	if (ab_cgroup_create (cr->id, &lim, &cr->cg, lim.explicit_cgroup ? err : &soft) < 0)
 		return lim.explicit_cgroup ? ab_error_wrap (err, "cgroup limits") : 0;
 	return 0;
@@ -329,8 +342,11 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 {
 	struct ab_oci_init_s in = { .c = &cr->c,
 		                    .console_fd = -1,
-		                    .preserve_fds = cr->preserve_fds };
-	cleanup_close int console = -1, listen = -1, dirfd = -1;
+		                    .preserve_fds = cr->preserve_fds,
+		                    .agent_listen = -1,
+		                    .agent_exe = -1 };
+	cleanup_close int console = -1, listen = -1, dirfd = -1, agent = -1;
+	cleanup_free char *agent_path = NULL;
 	int sv[2];
 	char path[PATH_MAX + 16];
 
@@ -351,6 +367,11 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 	if ((dirfd = start_socket_path (cr->dir, path, sizeof path, err)) < 0
 	    || (listen = ab_unix_listen (path, 4, err)) < 0)
 		return -1;
+	if (ab_oci_wants_agent (cr->c.json)
+	    && ((agent_path = ab_agent_exe_path (err)) == NULL
+	        || (snprintf (path, sizeof path, "/proc/self/fd/%d/agent.sock", dirfd),
+	            (agent = ab_unix_listen (path, 16, err)) < 0)))
+		return ab_error_wrap (err, "run.agentbox.agent");
 	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "socketpair");
 	if (make_cgroup (cr, err) < 0 || join_namespaces (&cr->c, err) < 0
@@ -364,6 +385,8 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 		in.sync_fd = sv[1];
 		in.console_fd = console;
 		in.fifo_fd = listen;
+		in.agent_path = agent_path;
+		in.agent_listen = agent;
 		ab_oci_init_main (&in);
 	}
 	close (sv[1]);
@@ -385,8 +408,27 @@ set_up_init (struct create_s *cr, int sync, ab_error_t *err)
 	return wait_ready (sync, err);
 }
 
+/* createContainer and startContainer hooks run in init, in the
+ * container: it gets the state once (status set there per hook). */
 static int
-record (struct create_s *cr, ab_error_t *err)
+container_hooks (const struct ab_oci_s *c, int sync, const json_t *state, ab_error_t *err)
+{
+	const json_t *h = json_object_get (c->json, "hooks");
+	cleanup_free char *text = NULL, *msg = NULL;
+
+	if (json_array_size (json_object_get (h, "createContainer")) == 0
+	    && json_array_size (json_object_get (h, "startContainer")) == 0)
+		return 0;
+	text = json_dumps (state, JSON_COMPACT);
+	msg = xasprintf ("h%s", text);
+	if (strlen (msg) > AB_OCI_STATE_MSG_MAX || send (sync, msg, strlen (msg), MSG_NOSIGNAL) < 0)
+		return ab_error (err, errno ?: E2BIG, AB_E_SYSTEM,
+		                 "hand the state to the container's init");
+	return wait_ready (sync, err);
+}
+
+static int
+record (struct create_s *cr, int sync, ab_error_t *err)
 {
 	char created[AB_UTC_MS_LEN];
 	struct ab_oci_state_s st = { 0 };
@@ -402,7 +444,7 @@ record (struct create_s *cr, ab_error_t *err)
 	st.created = created;
 	st.annotations = json_object_get (cr->c.json, "annotations");
 	st.config = cr->c.json;
-	st.cgroups = ab_oci_cgroup_dirs (cr->pid, cr->id);
+	st.cgroups = ab_oci_cgroup_dirs (cr->pid, cr->id, cr->c.cgroups_path);
 	r = ab_oci_state_save (cr->g, &st, err);
 	json_decref (st.cgroups);
 	if (r < 0)
@@ -411,6 +453,8 @@ record (struct create_s *cr, ab_error_t *err)
 	r = ab_oci_hooks (cr->c.json, "prestart", state, err);
 	if (r == 0)
 		r = ab_oci_hooks (cr->c.json, "createRuntime", state, err);
+	if (r == 0)
+		r = container_hooks (&cr->c, sync, state, err);
 	json_decref (state);
 	if (r < 0)
 		return -1;
@@ -503,6 +547,9 @@ mark_started (const struct ab_oci_global_s *g, const char *id)
 		return;
 	st.started = true;
 	ab_oci_state_save (g, &st, &e);
+	if (ab_oci_agent_configure (g, &st, &e) < 0)
+		fprintf (stderr, "agentbox-runc: warning: %s\n", e.msg);
+	ab_error_clear (&e);
 	state = ab_oci_state_json (g, &st, "running");
 	if (ab_oci_hooks (st.config, "poststart", state, &e) < 0)
 		fprintf (stderr, "agentbox-runc: warning: %s\n", e.msg);
@@ -597,7 +644,7 @@ ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool 
 		return -1;
 	}
 	if (spawn_init (&cr, &sync, err) < 0 || set_up_init (&cr, sync, err) < 0
-	    || record (&cr, err) < 0 || (run && start_conn (sync, err) < 0)) {
+	    || record (&cr, sync, err) < 0 || (run && start_conn (sync, err) < 0)) {
 		undo (&cr);
 		ab_oci_config_free (&cr.c);
 		return -1;

@@ -45,8 +45,8 @@ fail (const char *what)
 	_exit (errno == ENOENT ? 127 : 126);
 }
 
-static size_t
-rw_paths (const struct ab_oci_s *c, char **out, size_t max)
+size_t
+ab_oci_rw_paths (const struct ab_oci_s *c, char **out, size_t max)
 {
 	size_t n = 0;
 
@@ -92,10 +92,10 @@ ids (const struct ab_oci_process_s *p)
 
 void
 ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c, int tty,
-                     int preserve)
+                     int preserve, void *seccomp)
 {
 	char *rw[64];
-	size_t n = rw_paths (c, rw, 64);
+	size_t n = ab_oci_rw_paths (c, rw, 64);
 	int abi;
 
 	stdio_and_fds (tty, preserve);
@@ -130,9 +130,12 @@ ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c,
 		fail ("landlock");
 	if (ab_confine_seccomp () < 0)
 		fail ("seccomp");
+	/* The bundle's filter on top of ours: it can only take more away. */
+	if (ab_oci_seccomp_load (seccomp) < 0)
+		fail ("the bundle's seccomp filter");
 	environ = p->env;
-	execvp (p->args[0], p->args);
-	fail (p->args[0]);
+	execvp (p->path ? p->path : p->args[0], p->args);
+	fail (p->path ? p->path : p->args[0]);
 }
 
 static const int join_order[] = { CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
@@ -168,6 +171,8 @@ struct exec_s {
 	size_t n_groups;
 	bool detach, tty, ignore_paused;
 	int preserve_fds;
+	const json_t *cgroups;
+	void *seccomp;
 };
 
 static int
@@ -279,6 +284,12 @@ joiner (struct exec_s *ex, const struct ab_oci_s *c, const int ns[6], int consol
 	pid_t pid;
 
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Into the container's groups first, so its limits hold the process
+	 * and delete finds (and kills) it there. */
+	if (ab_oci_cgroup_join (ex->cgroups, &err) < 0) {
+		fprintf (stderr, "agentbox-runc: %s\n", err.msg);
+		_exit (126);
+	}
 	for (size_t i = 0; i < 6; i++)
 		if (ns[i] >= 0 && setns (ns[i], join_order[i]) < 0)
 			fail (join_names[i]);
@@ -293,7 +304,7 @@ joiner (struct exec_s *ex, const struct ab_oci_s *c, const int ns[6], int consol
 			fprintf (stderr, "agentbox-runc: %s\n", err.msg);
 			_exit (126);
 		}
-		ab_oci_exec_process (&ex->proc, c, tty, ex->preserve_fds);
+		ab_oci_exec_process (&ex->proc, c, tty, ex->preserve_fds, ex->seccomp);
 		_exit (127);
 	}
 	if (write (report, &pid, sizeof pid) != sizeof pid)
@@ -374,7 +385,11 @@ exec_in (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st, struc
 	        json_is_true (json_object_get (json_object_get (st->config, "root"), "readonly"));
 	if (ab_oci_process_parse (json_object_get (st->config, "process"), &c->proc, err) < 0
 	    || ab_oci_mounts_parse (json_object_get (st->config, "mounts"), c, err) < 0
-	    || exec_process (ex, c, args, err) < 0)
+	    || exec_process (ex, c, args, err) < 0
+	    || ab_oci_seccomp_compile (
+	               json_object_get (json_object_get (st->config, "linux"), "seccomp"),
+	               &ex->seccomp, err)
+	               < 0)
 		return -1;
 	return run_exec (ex, c, st->pid, err);
 }
@@ -389,7 +404,9 @@ ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_erro
 
 	if (at < 0 || ab_oci_state_load (g, argv[at], &st, err) < 0)
 		return -1;
+	ex.cgroups = st.cgroups;
 	rc = exec_in (g, &st, &ex, &c, argv + at + 1, err);
+	ab_oci_seccomp_free (ex.seccomp);
 	ab_oci_process_free (&ex.proc);
 	ab_cleanup_strvp (&ex.env);
 	ab_oci_config_free (&c);

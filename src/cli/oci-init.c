@@ -18,13 +18,16 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "backend/agent-exe.h"
 #include "base/xalloc.h"
+#include "proto/proto.h"
 #include "isolate/mountfd.h"
 #include "isolate/sandbox-fs.h"
 
@@ -295,6 +298,7 @@ build_root (struct ab_oci_init_s *in, int *root_out, ab_error_t *err)
 			return -1;
 	}
 	if (dev_nodes (root, dev_fds, has_mount (c, "/dev"), err) < 0
+	    || ab_oci_devices_attach (c->json, root, in->sync_fd, err) < 0
 	    || sysctls (root, json_object_get (json_object_get (c->json, "linux"), "sysctl"),
 	                ab_oci_ns_new (c, CLONE_NEWNET), err)
 	               < 0
@@ -365,6 +369,16 @@ setup (struct ab_oci_init_s *in, int *tty, ab_error_t *err)
 	if (in->c->hostname && ab_oci_ns_new (in->c, CLONE_NEWUTS)
 	    && sethostname (in->c->hostname, strlen (in->c->hostname)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
+	/* The agent from the host's file, captured before the host's tree
+	 * goes: a read-only, nosuid mount nobody inside can write through. */
+	if (in->agent_path && (in->agent_exe = ab_agent_exe_mount (in->agent_path, err)) < 0)
+		return -1;
+	/* Compiled here so a bad profile fails create, not start. */
+	if (ab_oci_seccomp_compile (
+	            json_object_get (json_object_get (in->c->json, "linux"), "seccomp"),
+	            &in->seccomp, err)
+	    < 0)
+		return -1;
 	if (enter_root (root, err) < 0)
 		return -1;
 	if (in->console_fd >= 0) {
@@ -408,31 +422,58 @@ status_of (int ws)
 	return WIFEXITED (ws) ? WEXITSTATUS (ws) : 128 + WTERMSIG (ws);
 }
 
-static void __attribute__ ((noreturn)) serve (pid_t child)
+/* A child of init: the signals as a fresh process has them. */
+static void
+reset_signals (void)
 {
-	sigset_t all;
-	int code = 0;
+	sigset_t none;
 
-	catch_all (&all);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal (s, SIG_DFL);
+	sigemptyset (&none);
+	sigprocmask (SIG_SETMASK, &none, NULL);
+}
+
+/* Every signal was blocked (catch_all) before the process was forked, so
+ * a SIGCHLD of a process that ends at once waits for us; the reaping
+ * pass runs first anyway. */
+static void __attribute__ ((noreturn)) serve (pid_t child, sigset_t *all)
+{
 	for (;;) {
 		siginfo_t si;
-		int s = sigwaitinfo (&all, &si);
-		if (s == SIGCHLD) {
-			int ws;
-			pid_t p;
-			while ((p = waitpid (-1, &ws, WNOHANG)) > 0)
-				if (p == child) {
-					code = status_of (ws);
-					/* The container ends with its process. */
-					kill (-1, SIGKILL);
-					while (waitpid (-1, NULL, 0) > 0)
-						;
-					_exit (code);
-				}
-		} else if (s > 0 && s != SIGCHLD) {
+		int ws, s;
+		pid_t p;
+		while ((p = waitpid (-1, &ws, WNOHANG)) > 0)
+			if (p == child) {
+				/* The container ends with its process. */
+				kill (-1, SIGKILL);
+				while (waitpid (-1, NULL, 0) > 0)
+					;
+				_exit (status_of (ws));
+			}
+		s = sigwaitinfo (all, &si);
+		if (s > 0 && s != SIGCHLD)
 			kill (child, s);
-		}
 	}
+}
+
+/* createContainer hooks, when create hands over the state ("h<json>");
+ * the answer is "" or the error. */
+static void
+create_hooks (struct ab_oci_init_s *in, const char *text)
+{
+	ab_error_t err = AB_ERROR_INIT;
+
+	json_decref (in->state);
+	in->state = json_loads (text, 0, NULL);
+	if (!in->state) {
+		ab_error (&err, 0, AB_E_INVALID, "init: a bad state from create");
+	} else {
+		json_object_set_new (in->state, "status", json_string ("creating"));
+		ab_oci_hooks_in (in->c, "createContainer", in->state, &err);
+	}
+	send (in->sync_fd, err.msg, err.msg[0] ? strlen (err.msg) : 1, MSG_NOSIGNAL);
 }
 
 /* Wait for `start` (a connection on the start socket) or `run`'s own go
@@ -441,14 +482,22 @@ static int
 wait_start (struct ab_oci_init_s *in, ab_error_t *err)
 {
 	struct pollfd p[2] = { { in->sync_fd, POLLIN, 0 }, { in->fifo_fd, POLLIN, 0 } };
+	cleanup_free char *msg = xmalloc (AB_OCI_STATE_MSG_MAX + 2);
 
 	for (;;) {
 		char b;
+		ssize_t n;
 		if (poll (p, 2, -1) < 0 && errno != EINTR)
 			return ab_error (err, errno, AB_E_SYSTEM, "poll");
 		if (p[0].revents) {
-			if (read (in->sync_fd, &b, 1) == 1 && b == 's')
+			n = recv (in->sync_fd, msg, AB_OCI_STATE_MSG_MAX + 1, 0);
+			if (n == 1 && msg[0] == 's')
 				return in->sync_fd;
+			if (n > 1 && msg[0] == 'h') {
+				msg[n] = '\0';
+				create_hooks (in, msg + 1);
+				continue;
+			}
 			p[0].fd = -1; /* create returned: only `start` remains */
 		}
 		if (p[1].revents & POLLIN) {
@@ -461,12 +510,58 @@ wait_start (struct ab_oci_init_s *in, ab_error_t *err)
 	}
 }
 
+/* Our agent beside the container's process (run.agentbox.agent), in
+ * service mode on the listening socket create made.  It is PID 1 of a
+ * pid namespace of its own below the container's (it refuses anything
+ * else: it reaps what it starts), and init's child, so it ends with the
+ * container. */
+static void
+start_agent (struct ab_oci_init_s *in)
+{
+	char *const argv[] = { (char *)"agentbox-agent", NULL };
+	char *const envp[] = { NULL };
+	int null;
+	pid_t pid;
+
+	if (in->agent_exe < 0)
+		return;
+	pid = ab_sys_clone_fork (CLONE_NEWPID);
+	if (pid == 0) {
+		reset_signals ();
+		null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+		setsid ();
+		if (null < 0 || dup2 (in->agent_listen, AB_AGENT_LISTEN_FD) < 0)
+			_exit (125);
+		for (int fd = 0; fd < 3; fd++)
+			dup2 (null, fd);
+		close (3);
+		ab_sys_close_range (AB_AGENT_LISTEN_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+		syscall (__NR_execveat, in->agent_exe, "", argv, envp, AT_EMPTY_PATH);
+		_exit (127);
+	}
+	close (in->agent_exe);
+	close (in->agent_listen);
+	in->agent_exe = in->agent_listen = -1;
+}
+
+/* startContainer hooks: in the container, before its process runs; a
+ * failure stops the container (runtime-spec). */
+static int
+start_hooks (struct ab_oci_init_s *in, ab_error_t *err)
+{
+	if (!in->state)
+		return 0;
+	json_object_set_new (in->state, "status", json_string ("created"));
+	return ab_oci_hooks_in (in->c, "startContainer", in->state, err);
+}
+
 void
 ab_oci_init_main (struct ab_oci_init_s *in)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	int tty = -1, starter;
 	pid_t child;
+	sigset_t all;
 
 	prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (setup (in, &tty, &err) < 0) {
@@ -476,12 +571,20 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	send (in->sync_fd, "", 1, MSG_NOSIGNAL);
 	if ((starter = wait_start (in, &err)) < 0)
 		_exit (1);
+	if (start_hooks (in, &err) < 0) {
+		fprintf (stderr, "agentbox-runc: %s\n", err.msg);
+		send (starter, "f", 1, MSG_NOSIGNAL);
+		_exit (1);
+	}
+	catch_all (&all);
+	start_agent (in);
 	child = fork ();
 	if (child == 0) {
+		reset_signals ();
 		close (starter);
 		close (in->sync_fd);
 		close (in->fifo_fd);
-		ab_oci_exec_process (&in->c->proc, in->c, tty, in->preserve_fds);
+		ab_oci_exec_process (&in->c->proc, in->c, tty, in->preserve_fds, in->seccomp);
 		_exit (127);
 	}
 	send (starter, child > 0 ? "k" : "f", 1, MSG_NOSIGNAL);
@@ -491,7 +594,8 @@ ab_oci_init_main (struct ab_oci_init_s *in)
 	close (in->fifo_fd);
 	if (tty >= 0)
 		close (tty);
+	ab_oci_seccomp_free (in->seccomp);
 	if (child < 0)
 		_exit (1);
-	serve (child);
+	serve (child, &all);
 }

@@ -23,6 +23,7 @@
 #include "base/sys.h"
 #include "base/xalloc.h"
 #include "cli/cli.h"
+#include "isolate/cgroup.h"
 
 #define RUNC_COMPAT_VERSION "1.1.5"
 
@@ -143,20 +144,23 @@ kill_and_wait (const struct ab_oci_state_s *st)
 }
 
 static void
-remove_state (const struct ab_oci_global_s *g, const char *id, const json_t *cgroups)
+remove_state (const struct ab_oci_global_s *g, const char *id)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	ab_error_t e = AB_ERROR_INIT;
 
 	if (ab_oci_state_dir (g, id, dir, sizeof dir, &e) < 0)
 		return;
-	ab_oci_cgroup_remove (cgroups);
 	snprintf (path, sizeof path, "%s/state.json", dir);
 	unlink (path);
 	snprintf (path, sizeof path, "%s/start.sock", dir);
 	unlink (path);
+	snprintf (path, sizeof path, "%s/agent.sock", dir);
+	unlink (path);
 	rmdir (dir);
 }
+
+static int freeze (const struct ab_oci_state_s *st, bool on, ab_error_t *err);
 
 static int
 cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
@@ -189,9 +193,18 @@ cmd_delete (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *
 		ab_oci_state_free (&st);
 		return -1;
 	}
+	/* A task frozen by the v1 freezer does not die of SIGKILL: thaw first. */
+	if (strcmp (status, "paused") == 0 && freeze (&st, false, err) < 0)
+		ab_error_clear (err);
 	if (strcmp (status, "stopped") != 0)
 		kill_and_wait (&st);
-	remove_state (g, id, st.cgroups);
+	/* Every group create made goes before the state does: when one
+	 * cannot be removed the state stays and a later delete tries again. */
+	if (ab_oci_cgroup_remove (st.cgroups, err) < 0) {
+		ab_oci_state_free (&st);
+		return ab_error_wrap (err, "delete %s", id);
+	}
+	remove_state (g, id);
 	state = ab_oci_state_json (g, &st, "stopped");
 	if (ab_oci_hooks (st.config, "poststop", state, err) < 0)
 		fprintf (stderr, "agentbox-runc: warning: %s\n", err->msg);
@@ -291,26 +304,52 @@ cmd_ps (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err)
 	return r;
 }
 
-/* pause/resume: every task of the container stopped (SIGSTOP from
- * outside the pid namespace reaches init too) or continued. */
+/* pause/resume through the container's freezer (v2 cgroup.freeze on its
+ * unified group, else the v1 freezer): a frozen task cannot see or undo
+ * it, where a SIGSTOP is seen by a tracer's waitpid and undone by any
+ * SIGCONT.  Without a freezer group, every task gets SIGSTOP/SIGCONT. */
 static int
-cmd_signal_all (const struct ab_oci_global_s *g, int argc, char **argv, int sig, ab_error_t *err)
+freeze (const struct ab_oci_state_s *st, bool on, ab_error_t *err)
+{
+	size_t i, n;
+	json_t *v;
+
+	json_array_foreach (st->cgroups, i, v)
+	{
+		ab_error_t e = AB_ERROR_INIT;
+		int r = ab_cgroup_freeze_path (json_string_value (v), on, &e);
+		if (r == 0)
+			return 0;
+		if (e.kind != AB_E_NOT_FOUND) {
+			*err = e;
+			return -1;
+		}
+	}
+	cleanup_free pid_t *pids = ab_oci_pids (st->pid, &n);
+	for (size_t k = 0; k < n; k++)
+		kill (pids[k], on ? SIGSTOP : SIGCONT);
+	return 0;
+}
+
+static int
+cmd_pause (const struct ab_oci_global_s *g, int argc, char **argv, bool on, ab_error_t *err)
 {
 	struct ab_oci_state_s st;
-	size_t n;
+	const char *status;
+	int r = -1;
 
-	if (one_id (argc, argv, sig == SIGSTOP ? "pause" : "resume", err) < 0
+	if (one_id (argc, argv, on ? "pause" : "resume", err) < 0
 	    || ab_oci_state_load (g, argv[1], &st, err) < 0)
 		return -1;
-	if (!ab_oci_alive (&st)) {
-		ab_oci_state_free (&st);
-		return ab_error (err, 0, AB_E_CONFLICT, "container not running");
+	status = ab_oci_status (g, &st);
+	if (strcmp (status, on ? "running" : "paused") != 0)
+		ab_error (err, 0, AB_E_CONFLICT, "container not %s", on ? "running" : "paused");
+	else if (freeze (&st, on, err) == 0) {
+		st.paused = on;
+		r = ab_oci_state_save (g, &st, err);
 	}
-	cleanup_free pid_t *pids = ab_oci_pids (st.pid, &n);
-	for (size_t i = 0; i < n; i++)
-		kill (pids[i], sig);
 	ab_oci_state_free (&st);
-	return 0;
+	return r;
 }
 
 static int
@@ -385,6 +424,20 @@ cmd_features (void)
 	        "actions", "operators", "apparmor", "enabled", 0, "annotations",
 	        "run.agentbox.runtime", "agentbox-runc", "run.agentbox.walls",
 	        "user namespace always, no capabilities, no_new_privs, Landlock, agentbox seccomp");
+	json_t *sc = json_object_get (json_object_get (f, "linux"), "seccomp");
+	static const char *const actions[] = { "SCMP_ACT_ALLOW",       "SCMP_ACT_ERRNO",
+		                               "SCMP_ACT_KILL",        "SCMP_ACT_KILL_PROCESS",
+		                               "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+		                               "SCMP_ACT_TRACE",       "SCMP_ACT_TRAP" };
+	static const char *const operators[] = { "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+		                                 "SCMP_CMP_LE", "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ",
+		                                 "SCMP_CMP_NE" };
+	json_object_set_new (sc, "enabled", json_true ());
+	for (size_t i = 0; i < sizeof actions / sizeof *actions; i++)
+		json_array_append_new (json_object_get (sc, "actions"), json_string (actions[i]));
+	for (size_t i = 0; i < sizeof operators / sizeof *operators; i++)
+		json_array_append_new (json_object_get (sc, "operators"),
+		                       json_string (operators[i]));
 	json_dumpf (f, stdout, JSON_INDENT (2));
 	putchar ('\n');
 	json_decref (f);
@@ -425,9 +478,9 @@ dispatch (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *er
 	if (strcmp (cmd, "ps") == 0)
 		return cmd_ps (g, argc, argv, err);
 	if (strcmp (cmd, "pause") == 0)
-		return cmd_signal_all (g, argc, argv, SIGSTOP, err);
+		return cmd_pause (g, argc, argv, true, err);
 	if (strcmp (cmd, "resume") == 0)
-		return cmd_signal_all (g, argc, argv, SIGCONT, err);
+		return cmd_pause (g, argc, argv, false, err);
 	if (strcmp (cmd, "events") == 0)
 		return cmd_events (g, argc, argv, err);
 	if (strcmp (cmd, "spec") == 0)
@@ -435,8 +488,7 @@ dispatch (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *er
 	if (strcmp (cmd, "features") == 0)
 		return cmd_features ();
 	if (strcmp (cmd, "update") == 0)
-		return ab_error (err, 0, AB_E_INVALID,
-		                 "update: changing a running container's limits is not supported");
+		return ab_oci_cmd_update (g, argc, argv, err);
 	if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
 		return ab_error (err, 0, AB_E_INVALID, "%s is not supported", cmd);
 	return ab_error (err, 0, AB_E_INVALID, "unknown command '%s'", cmd);

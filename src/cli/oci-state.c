@@ -22,6 +22,7 @@
 #include "base/fd.h"
 #include "base/sys.h"
 #include "base/xalloc.h"
+#include "isolate/cgroup.h"
 #include "spec/spec.h"
 
 int
@@ -63,12 +64,12 @@ ab_oci_state_save (const struct ab_oci_global_s *g, const struct ab_oci_state_s 
 		return -1;
 	snprintf (tmp, sizeof tmp, "%s/state.json.tmp", dir);
 	snprintf (path, sizeof path, "%s/state.json", dir);
-	j = json_pack ("{s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:b, s:O}", "id", st->id, "pid",
-	               (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
-	               st->bundle, "rootfs", st->rootfs, "created", st->created, "annotations",
-	               st->annotations ? st->annotations : json_object (), "config",
-	               st->config ? st->config : json_null (), "started", st->started, "cgroups",
-	               st->cgroups ? st->cgroups : json_array ());
+	j = json_pack ("{s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:b, s:b, s:O}", "id", st->id,
+	               "pid", (json_int_t)st->pid, "start_time", (json_int_t)st->start_time,
+	               "bundle", st->bundle, "rootfs", st->rootfs, "created", st->created,
+	               "annotations", st->annotations ? st->annotations : json_object (), "config",
+	               st->config ? st->config : json_null (), "started", st->started, "paused",
+	               st->paused, "cgroups", st->cgroups ? st->cgroups : json_array ());
 	r = json_dump_file (j, tmp, JSON_COMPACT);
 	json_decref (j);
 	if (r < 0 || rename (tmp, path) < 0)
@@ -100,6 +101,7 @@ ab_oci_state_load (const struct ab_oci_global_s *g, const char *id, struct ab_oc
 	st->annotations = json_incref (json_object_get (j, "annotations"));
 	st->config = json_incref (json_object_get (j, "config"));
 	st->started = json_is_true (json_object_get (j, "started"));
+	st->paused = json_is_true (json_object_get (j, "paused"));
 	st->cgroups = json_incref (json_object_get (j, "cgroups"));
 	json_decref (j);
 	return 0;
@@ -130,22 +132,6 @@ ab_oci_alive (const struct ab_oci_state_s *st)
 	return f && f[0] != 'Z' && f[0] != 'X';
 }
 
-/* Every task of init frozen (SIGSTOP by pause): "paused". */
-static bool
-paused (pid_t init)
-{
-	size_t n = 0;
-	cleanup_free pid_t *pids = ab_oci_pids (init, &n);
-	char buf[512];
-
-	for (size_t i = 0; i < n; i++) {
-		const char *f = ab_proc_stat_fields (pids[i], buf, sizeof buf);
-		if (!f || f[0] != 'T')
-			return false;
-	}
-	return n > 0;
-}
-
 const char *
 ab_oci_status (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st)
 {
@@ -154,7 +140,7 @@ ab_oci_status (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st)
 		return "stopped";
 	if (!st->started)
 		return "created";
-	return paused (st->pid) ? "paused" : "running";
+	return st->paused ? "paused" : "running";
 }
 
 json_t *
@@ -224,14 +210,15 @@ ab_oci_write_pid_file (const char *path, pid_t pid, ab_error_t *err)
 }
 
 /* One hook: its path and args, env, the state on stdin, a timeout
- * (runtime-spec: the hook fails when it outlives it). */
+ * (runtime-spec: the hook fails when it outlives it).  With `in`, it runs
+ * as a process of that container (its walls, its root as cwd). */
 static int
-run_hook (const json_t *h, const char *state, ab_error_t *err)
+run_hook (const json_t *h, const char *state, const struct ab_oci_s *in, ab_error_t *err)
 {
 	const char *path = json_string_value (json_object_get (h, "path"));
 	json_int_t timeout = json_integer_value (json_object_get (h, "timeout"));
 	cleanup_strv char **args = NULL, **env = NULL;
-	int in[2], status = 0;
+	int in_pipe[2], status = 0;
 	uint64_t deadline;
 	pid_t pid;
 	size_t i;
@@ -246,20 +233,26 @@ run_hook (const json_t *h, const char *state, ab_error_t *err)
 	ab_strv_push (&env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin");
 	json_array_foreach (json_object_get (h, "env"), i, v)
 	        ab_strv_push (&env, json_string_value (v) ?: "");
-	if (pipe2 (in, O_CLOEXEC) < 0)
+	if (pipe2 (in_pipe, O_CLOEXEC) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pipe");
 	pid = fork ();
 	if (pid < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "fork");
 	if (pid == 0) {
-		dup2 (in[0], 0);
-		execve (path, args, env);
+		struct ab_oci_process_s p = {
+			.args = args, .env = env, .path = path, .cwd = (char *)"/"
+		};
+		dup2 (in_pipe[0], 0);
+		if (in)
+			ab_oci_exec_process (&p, in, -1, 0, NULL);
+		else
+			execve (path, args, env);
 		_exit (127);
 	}
-	close (in[0]);
+	close (in_pipe[0]);
 	signal (SIGPIPE, SIG_IGN);
-	ab_write_all (in[1], state, strlen (state));
-	close (in[1]);
+	ab_write_all (in_pipe[1], state, strlen (state));
+	close (in_pipe[1]);
 	deadline = ab_mono_ms () + (uint64_t)(timeout > 0 ? timeout : AB_OCI_HOOK_TIMEOUT_S) * 1000;
 	while (waitpid (pid, &status, WNOHANG) == 0) {
 		if (ab_mono_ms () > deadline) {
@@ -278,43 +271,66 @@ run_hook (const json_t *h, const char *state, ab_error_t *err)
 	return 0;
 }
 
-int
-ab_oci_hooks (const json_t *config, const char *kind, const json_t *state, ab_error_t *err)
+static int
+hooks (const json_t *config, const char *kind, const json_t *state, const struct ab_oci_s *in,
+       ab_error_t *err)
 {
-	const json_t *hooks = json_object_get (json_object_get (config, "hooks"), kind);
+	const json_t *list = json_object_get (json_object_get (config, "hooks"), kind);
 	cleanup_free char *text = NULL;
 	size_t i;
 	json_t *h;
 
-	if (json_array_size (hooks) == 0)
+	if (json_array_size (list) == 0)
 		return 0;
 	text = json_dumps (state, JSON_COMPACT);
-	json_array_foreach (hooks, i, h) if (run_hook (h, text, err)
-	                                     < 0) return ab_error_wrap (err, "%s hook", kind);
+	json_array_foreach (list, i, h)
+	{
+		if (run_hook (h, text, in, err) < 0)
+			return ab_error_wrap (err, "%s hook", kind);
+	}
 	return 0;
+}
+
+int
+ab_oci_hooks (const json_t *config, const char *kind, const json_t *state, ab_error_t *err)
+{
+	return hooks (config, kind, state, NULL, err);
+}
+
+int
+ab_oci_hooks_in (const struct ab_oci_s *c, const char *kind, const json_t *state, ab_error_t *err)
+{
+	return hooks (c->json, kind, state, c, err);
 }
 
 /* "N:ctrls:/path" of /proc/PID/cgroup to the directory: each v1
  * controller at /sys/fs/cgroup/<first ctrl>, v2 at .../unified on this
  * hybrid or at /sys/fs/cgroup on a pure v2 host. */
 json_t *
-ab_oci_cgroup_dirs (pid_t init, const char *id)
+ab_oci_cgroup_dirs (pid_t init, const char *id, const char *at)
 {
-	char path[64], line[1024], want[160];
+	char path[64], line[1024], want[PATH_MAX];
 	cleanup_file FILE *f = NULL;
 	json_t *dirs = json_array ();
 
 	snprintf (path, sizeof path, "/proc/%d/cgroup", (int)init);
-	snprintf (want, sizeof want, "/agentbox-%s", id);
+	if (at && at[0])
+		snprintf (want, sizeof want, "%s%s", at[0] == '/' ? "" : "/", at);
+	else
+		snprintf (want, sizeof want, "/agentbox-%s", id);
 	if (!(f = fopen (path, "re")))
 		return dirs;
 	while (fgets (line, sizeof line, f)) {
 		char *c1 = strchr (line, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL,
 		     dir[PATH_MAX];
 		struct stat st;
-		if (!c2 || !strstr (c2, want))
+		size_t len;
+		if (!c2)
 			continue;
 		c2[strcspn (c2, "\n")] = '\0';
+		len = strlen (c2);
+		if (len < strlen (want) || strcmp (c2 + len - strlen (want), want) != 0)
+			continue;
 		*c2 = '\0';
 		c1[strcspn (c1, ",")] = '\0';
 		if (c1[1])
@@ -328,8 +344,30 @@ ab_oci_cgroup_dirs (pid_t init, const char *id)
 	return dirs;
 }
 
-void
-ab_oci_cgroup_remove (const json_t *dirs)
+/* Only directories of our own groups, whatever a state file says. */
+static bool
+own_group (const char *d)
+{
+	return d && strncmp (d, "/sys/fs/cgroup/", 15) == 0 && !strstr (d, "/../");
+}
+
+int
+ab_oci_cgroup_remove (const json_t *dirs, ab_error_t *err)
+{
+	const char *paths[16];
+	size_t i, n = 0;
+	json_t *v;
+
+	json_array_foreach (dirs, i, v)
+	{
+		if (own_group (json_string_value (v)) && n < sizeof paths / sizeof *paths)
+			paths[n++] = json_string_value (v);
+	}
+	return ab_cgroup_remove_paths (paths, n, err);
+}
+
+int
+ab_oci_cgroup_join (const json_t *dirs, ab_error_t *err)
 {
 	size_t i;
 	json_t *v;
@@ -337,11 +375,14 @@ ab_oci_cgroup_remove (const json_t *dirs)
 	json_array_foreach (dirs, i, v)
 	{
 		const char *d = json_string_value (v);
-		/* Only our own groups, and an empty group's rmdir is all it takes;
-		 * the last task may take a moment to leave. */
-		if (!d || strncmp (d, "/sys/fs/cgroup/", 15) != 0 || !strstr (d, "/agentbox-"))
+		char path[PATH_MAX];
+		cleanup_close int fd = -1;
+		if (!own_group (d))
 			continue;
-		for (int t = 0; t < 300 && rmdir (d) < 0 && errno == EBUSY; t++)
-			poll (NULL, 0, 10);
+		snprintf (path, sizeof path, "%s/cgroup.procs", d);
+		fd = open (path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || ab_write_all (fd, "0", 1) < 0)
+			return ab_error (err, errno, AB_E_SYSTEM, "join cgroup %s", d);
 	}
+	return 0;
 }

@@ -29,6 +29,8 @@
 #define AB_OCI_SPEC_VERSION   "1.0.2-dev"
 #define AB_OCI_MAX_IDMAPS     8
 #define AB_OCI_HOOK_TIMEOUT_S 30
+/* The state create hands init for its in-container hooks. */
+#define AB_OCI_STATE_MSG_MAX 65536
 
 struct ab_oci_idmap_s {
 	uint32_t inside, host, size;
@@ -50,6 +52,7 @@ struct ab_oci_rlimit_s {
 /* A `specs.Process`: config.json's process or `exec --process`. */
 struct ab_oci_process_s {
 	char **args, **env; /* NULL-terminated */
+	const char *path;   /* what to execute when not args[0] (a hook's path) */
 	char *cwd;
 	uid_t uid;
 	gid_t gid;
@@ -85,6 +88,7 @@ struct ab_oci_s {
 	char *hostname;
 	char **masked, **readonly; /* NULL-terminated */
 	uint64_t memory, pids, cpu_millis;
+	char *cgroups_path; /* linux.cgroupsPath, or NULL */
 };
 
 /* Global flags and the error log the caller reads. */
@@ -116,6 +120,7 @@ struct ab_oci_state_s {
 	json_t *config;  /* the config it was created from */
 	json_t *cgroups; /* the directories of its groups, removed by delete */
 	bool started;
+	bool paused; /* by pause (the freezer, else SIGSTOP) until resume */
 };
 int ab_oci_check_id (const char *id, ab_error_t *err);
 int ab_oci_state_dir (const struct ab_oci_global_s *g, const char *id, char *buf, size_t size,
@@ -131,14 +136,23 @@ json_t *ab_oci_state_json (const struct ab_oci_global_s *g, const struct ab_oci_
                            const char *status);
 /* Every host pid in the container's pid namespace (init first). */
 pid_t *ab_oci_pids (pid_t init, size_t *n);
-/* The directories of init's groups named agentbox-<id> (ab_cgroup_create
- * puts them below the creator's cgroup, which `delete`, run from
- * elsewhere, cannot find again). */
-json_t *ab_oci_cgroup_dirs (pid_t init, const char *id);
-void ab_oci_cgroup_remove (const json_t *dirs);
+/* The directories of init's groups: at the bundle's cgroupsPath `at`, or
+ * named agentbox-<id> (ab_cgroup_create puts them below the creator's
+ * cgroup, which `delete`, run from elsewhere, cannot find again). */
+json_t *ab_oci_cgroup_dirs (pid_t init, const char *id, const char *at);
+/* Kill what is left in them and remove them (bounded retries). */
+int ab_oci_cgroup_remove (const json_t *dirs, ab_error_t *err);
+/* Move the calling process into them (exec: a process of the container
+ * is under its limits). */
+int ab_oci_cgroup_join (const json_t *dirs, ab_error_t *err);
 int ab_oci_write_pid_file (const char *path, pid_t pid, ab_error_t *err);
 /* Run the hooks config.hooks.<kind> with the state on stdin. */
 int ab_oci_hooks (const json_t *config, const char *kind, const json_t *state, ab_error_t *err);
+/* The same in the container (createContainer, startContainer: run by
+ * init after pivot_root), each hook behind the walls of a container
+ * process (ab_oci_exec_process), as the container's root. */
+int ab_oci_hooks_in (const struct ab_oci_s *c, const char *kind, const json_t *state,
+                     ab_error_t *err);
 
 /* oci-create.c */
 int ab_oci_cmd_create (const struct ab_oci_global_s *g, int argc, char **argv, bool run,
@@ -160,7 +174,14 @@ struct ab_oci_init_s {
 	int console_fd; /* -1 without a terminal */
 	int fifo_fd;    /* O_PATH of exec.fifo, opened before the root changes */
 	int preserve_fds;
+	void *seccomp;          /* the bundle's filter, compiled in setup */
+	json_t *state;          /* from create, for the in-container hooks (or NULL) */
+	const char *agent_path; /* run.agentbox.agent: agentbox-agent, or NULL */
+	int agent_listen;       /* its listening socket, <state>/agent.sock */
+	int agent_exe;          /* a read-only mount of it, made before pivot_root */
 };
+#define AB_OCI_AGENT_ANNOTATION   "run.agentbox.agent"
+#define AB_OCI_NETWORK_ANNOTATION "run.agentbox.network"
 void ab_oci_init_main (struct ab_oci_init_s *in) __attribute__ ((noreturn));
 
 /* oci-exec.c */
@@ -168,6 +189,31 @@ int ab_oci_cmd_exec (const struct ab_oci_global_s *g, int argc, char **argv, ab_
 /* The walls every process of a container gets, then execve; in a forked
  * child.  Returns only on failure (with errno). */
 void ab_oci_exec_process (const struct ab_oci_process_s *p, const struct ab_oci_s *c, int tty_slave,
-                          int preserve_fds);
+                          int preserve_fds, void *seccomp);
+
+/* Where the container's processes may write (Landlock): a writable
+ * root, the writable mounts.  At most max. */
+size_t ab_oci_rw_paths (const struct ab_oci_s *c, char **out, size_t max);
+
+/* oci-agent.c: the annotation asks for our agent; configure it (on
+ * <state dir>/agent.sock) once the container has started. */
+bool ab_oci_wants_agent (const json_t *config);
+int ab_oci_agent_configure (const struct ab_oci_global_s *g, const struct ab_oci_state_s *st,
+                            ab_error_t *err);
+
+/* oci-devices.c: linux.devices, host nodes bound in: create hands
+ * clones of them to init (after the binds), init attaches them beneath
+ * its root (after /dev). */
+int ab_oci_devices_send (const json_t *config, int sync, ab_error_t *err);
+int ab_oci_devices_attach (const json_t *config, int root, int sync, ab_error_t *err);
+
+/* oci-update.c: memory, pids and cpu of a running container. */
+int ab_oci_cmd_update (const struct ab_oci_global_s *g, int argc, char **argv, ab_error_t *err);
+
+/* oci-seccomp.c: linux.seccomp compiled (*out NULL when there is none),
+ * loaded last before execve on top of our own filter, freed. */
+int ab_oci_seccomp_compile (const json_t *seccomp, void **out, ab_error_t *err);
+int ab_oci_seccomp_load (void *filter);
+void ab_oci_seccomp_free (void *filter);
 
 #endif

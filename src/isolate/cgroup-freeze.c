@@ -127,3 +127,22 @@ ab_cgroup_freeze_id (const char *id, bool freeze, ab_error_t *err)
 	                 "freezer.state) below %s",
 	                 id, l->n_hier ? l->hier[0].dir : "our cgroup");
 }
+
+int
+ab_cgroup_freeze_path (const char *dir, bool freeze, ab_error_t *err)
+{
+	struct ab_cg_dir_s d = { .hier = -1, .path = (char *)dir };
+	const struct ab_cg_freezer_s *fz = NULL;
+	int r;
+
+	if ((d.fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return ab_error (err, errno, AB_E_NOT_FOUND, "open %s", dir);
+	if (ab_cg_has_file (&d, "cgroup.freeze"))
+		fz = &ab_cg_v2_freezer;
+	else if (ab_cg_has_file (&d, "freezer.state"))
+		fz = &ab_cg_v1_freezer;
+	r = fz ? set_frozen (&d, fz, freeze, err)
+	       : ab_error (err, ENOENT, AB_E_NOT_FOUND, "%s has no freezer", dir);
+	close (d.fd);
+	return r;
+}

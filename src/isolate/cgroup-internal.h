@@ -69,6 +69,7 @@ struct ab_cgroup_s {
 	const struct ab_cgroup_driver_s *drv;
 	const struct ab_cg_layout_s *layout;
 	char *name; /* "agentbox-<id>" */
+	char *at;   /* or this path in every hierarchy (ab_cgroup_create_at) */
 	unsigned flags;
 	struct ab_cg_dir_s dirs[AB_CG_MAX_HIER];
 	size_t n_dirs;

@@ -623,6 +623,42 @@ make_locked_dir (const char *path, ab_error_t *err)
 	return steal_fd (&fd);
 }
 
+/* cg->at in hierarchy `hier`, its parents made.  A group already there
+ * is only taken over when rmdir (not rmdir_tree: it is not ours) can
+ * remove it, that is when it is empty. */
+static char *
+at_path (const ab_cgroup_t *cg, int hier, ab_error_t *err)
+{
+	const struct ab_cg_hier_s *h = &cg->layout->hier[hier];
+	size_t dl = strlen (h->dir), ol = strcmp (h->own, "/") == 0 ? 0 : strlen (h->own);
+	char *path;
+
+	if (cg->at[0] != '/')
+		path = xasprintf ("%s/%s", h->dir, cg->at);
+	else if (dl >= ol && strcmp (h->dir + dl - ol, ol ? h->own : "") == 0)
+		path = xasprintf ("%.*s%s", (int)(dl - ol), h->dir, cg->at);
+	else {
+		ab_error (err, 0, AB_E_SYSTEM, "cgroup path %s: no root for %s", cg->at, h->dir);
+		return NULL;
+	}
+	for (char *p = strchr (path + strlen ("/sys/"), '/'); p; p = strchr (p + 1, '/')) {
+		*p = '\0';
+		if (mkdir (path, 0755) < 0 && errno != EEXIST) {
+			ab_error (err, errno, AB_E_SYSTEM, "mkdir %s", path);
+			*p = '/';
+			free (path);
+			return NULL;
+		}
+		*p = '/';
+	}
+	if (rmdir (path) < 0 && errno != ENOENT) {
+		ab_error (err, errno, AB_E_CONFLICT, "cgroup %s exists and is in use", path);
+		free (path);
+		return NULL;
+	}
+	return path;
+}
+
 int
 ab_cg_add_dir (ab_cgroup_t *cg, int hier, ab_error_t *err)
 {
@@ -637,7 +673,10 @@ ab_cg_add_dir (ab_cgroup_t *cg, int hier, ab_error_t *err)
 			return (int)i;
 	if (cg->n_dirs >= AB_CG_MAX_HIER || hier < 0 || (size_t)hier >= cg->layout->n_hier)
 		return ab_error (err, 0, AB_E_INTERNAL, "cgroup: bad hierarchy %d", hier);
-	path = xasprintf ("%s/%s", cg->layout->hier[hier].dir, cg->name);
+	path = cg->at ? at_path (cg, hier, err)
+	              : xasprintf ("%s/%s", cg->layout->hier[hier].dir, cg->name);
+	if (!path)
+		return -1;
 	while ((fd = make_locked_dir (path, err)) == -EAGAIN) {
 		if (deadline == 0)
 			deadline = ab_mono_ns () + 100000000ull;
@@ -697,13 +736,13 @@ cg_free (ab_cgroup_t *cg)
 		free (cg->dirs[i].path);
 	}
 	free (cg->name);
+	free (cg->at);
 	free (cg);
 }
 
-int
-ab_cgroup_create_with (const struct ab_cgroup_driver_s *drv, const char *id,
-                       const struct ab_limits_s *limits, unsigned flags, ab_cgroup_t **out,
-                       ab_error_t *err)
+static int
+create_with (const struct ab_cgroup_driver_s *drv, const char *id, const char *at,
+             const struct ab_limits_s *limits, unsigned flags, ab_cgroup_t **out, ab_error_t *err)
 {
 	static const struct ab_limits_s no_limits;
 	const struct ab_cg_layout_s *l = ab_cg_layout_get (err);
@@ -722,6 +761,7 @@ ab_cgroup_create_with (const struct ab_cgroup_driver_s *drv, const char *id,
 	cg->layout = l;
 	cg->flags = flags;
 	cg->name = xasprintf (AB_CG_PREFIX "%s", id);
+	cg->at = at ? xstrdup (at) : NULL;
 	cg->unified = -1;
 	for (int c = 0; c < AB_CG_N_CTRL; c++)
 		cg->ctrl[c] = -1;
@@ -736,6 +776,14 @@ ab_cgroup_create_with (const struct ab_cgroup_driver_s *drv, const char *id,
 }
 
 int
+ab_cgroup_create_with (const struct ab_cgroup_driver_s *drv, const char *id,
+                       const struct ab_limits_s *limits, unsigned flags, ab_cgroup_t **out,
+                       ab_error_t *err)
+{
+	return create_with (drv, id, NULL, limits, flags, out, err);
+}
+
+int
 ab_cgroup_create (const char *id, const struct ab_limits_s *limits, ab_cgroup_t **out,
                   ab_error_t *err)
 {
@@ -744,6 +792,24 @@ ab_cgroup_create (const char *id, const struct ab_limits_s *limits, ab_cgroup_t 
 	if (l == NULL)
 		return ab_error_code (err);
 	return ab_cgroup_create_with (driver_for (l), id, limits, 0, out, err);
+}
+
+int
+ab_cgroup_create_at (const char *id, const char *path, const struct ab_limits_s *limits,
+                     ab_cgroup_t **out, ab_error_t *err)
+{
+	const struct ab_cg_layout_s *l = ab_cg_layout_get (err);
+	size_t n = path ? strlen (path) : 0;
+
+	if (l == NULL)
+		return ab_error_code (err);
+	if (n == 0 || l->mode == AB_CGROUP_V2)
+		return ab_cgroup_create_with (driver_for (l), id, limits, 0, out, err);
+	if (strcmp (path, "/") == 0 || strstr (path, "/../") || strncmp (path, "../", 3) == 0
+	    || (n >= 3 && strcmp (path + n - 3, "/..") == 0) || strcmp (path, "..") == 0
+	    || path[n - 1] == '/' || strstr (path, "//"))
+		return ab_error (err, 0, AB_E_INVALID, "cgroup path %s refused", path);
+	return create_with (driver_for (l), id, path, limits, 0, out, err);
 }
 
 int
@@ -832,6 +898,55 @@ ab_cgroup_destroy (ab_cgroup_t *cg, ab_error_t *err)
 		return 0;
 	rc = remove_all (cg, err);
 	cg_free (cg);
+	return rc;
+}
+
+/* One group of a gone creator: thawed (a frozen v1 task never dies of
+ * SIGKILL), its processes killed until the kernel lets rmdir through. */
+static int
+remove_path (const char *path, ab_error_t *err)
+{
+	const char *base = strrchr (path, '/');
+	cleanup_close int fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ab_cg_dir_s d = { .hier = -1, .fd = fd, .path = (char *)path };
+	uint64_t deadline = ab_mono_ns () + AB_CG_KILL_TIMEOUT_NS;
+	ab_error_t soft = AB_ERROR_INIT;
+	unsigned step = 0;
+	int r;
+
+	/* Never a hierarchy's root (/sys/fs/cgroup/memory). */
+	if (!base || strncmp (path, "/sys/fs/cgroup/", 15) != 0 || strstr (path, "/../")
+	    || strcmp (base, "/..") == 0
+	    || (!strchr (path + 15, '/')
+	        && strncmp (base + 1, AB_CG_PREFIX, strlen (AB_CG_PREFIX)) != 0))
+		return ab_error (err, 0, AB_E_INVALID, "%s is not a sandbox's cgroup", path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : ab_error (err, errno, AB_E_SYSTEM, "open %s", path);
+	ab_cg_write (&d, "freezer.state", "THAWED", true, &soft);
+	ab_cg_write (&d, "cgroup.freeze", "0", true, &soft);
+	while ((r = rmdir_tree (path, 8)) == -EBUSY) {
+		if (ab_cg_kill_listed (&d, err) < 0)
+			return -1;
+		if (!ab_cg_backoff (&step, deadline))
+			return ab_error (err, EBUSY, AB_E_SYSTEM,
+			                 "cgroup %s still has processes after %d ms", path,
+			                 (int)(AB_CG_KILL_TIMEOUT_NS / 1000000ull));
+	}
+	return r == 0 ? 0 : ab_error (err, -r, AB_E_SYSTEM, "rmdir %s", path);
+}
+
+int
+ab_cgroup_remove_paths (const char *const *paths, size_t n, ab_error_t *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ab_error_t e = AB_ERROR_INIT;
+		if (remove_path (paths[i], &e) < 0 && rc == 0) {
+			*err = e;
+			rc = ab_error_code (err);
+		}
+	}
 	return rc;
 }
 

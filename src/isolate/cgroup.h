@@ -17,6 +17,7 @@
 #define AB_ISOLATE_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -66,6 +67,16 @@ int ab_cgroup_probe (struct ab_cgroup_info_s *info, ab_error_t *err);
 int ab_cgroup_create (const char *id, const struct ab_limits_s *limits, ab_cgroup_t **out,
                       ab_error_t *err);
 
+/* The same at `path` in every hierarchy instead of agentbox-<id> below
+ * our own cgroup (an OCI bundle's cgroupsPath, cgroupfs style): absolute
+ * from each hierarchy's root, or relative to our own cgroup.  Missing
+ * parents are made (and left, as runc leaves them); a group already at
+ * `path` is a conflict unless empty.  `..` components are refused.  On a
+ * pure v2 host this is ab_cgroup_create (the v2 driver delegates
+ * controllers from our own cgroup only). */
+int ab_cgroup_create_at (const char *id, const char *path, const struct ab_limits_s *limits,
+                         ab_cgroup_t **out, ab_error_t *err);
+
 /* Move `pid` into every group of the sandbox.  Do it before the process
  * runs untrusted code or allocates much: v1 does not move charges made
  * before the move. */
@@ -83,6 +94,11 @@ int ab_cgroup_kill (ab_cgroup_t *cg, ab_error_t *err);
  * cgroup-freeze.c. */
 int ab_cgroup_freeze_id (const char *id, bool freeze, ab_error_t *err);
 
+/* The same for the group directory `dir` (v2 cgroup.freeze there, else
+ * v1 freezer.state): for a runtime whose pause runs in another process
+ * and cgroup than its create (agentbox-runc).  cgroup-freeze.c. */
+int ab_cgroup_freeze_path (const char *dir, bool freeze, ab_error_t *err);
+
 int ab_cgroup_stats (ab_cgroup_t *cg, struct ab_cgroup_stats_s *stats, ab_error_t *err);
 
 /* Remove every directory; if processes are left, kill them and wait for
@@ -94,5 +110,12 @@ int ab_cgroup_destroy (ab_cgroup_t *cg, ab_error_t *err);
  * (no handle holds them and no process is left): what a killed
  * `agentbox run` could not clean up.  Groups in use are skipped. */
 int ab_cgroup_sweep_stale (ab_error_t *err);
+
+/* Remove the group directories `paths` (below /sys/fs/cgroup, no `..`),
+ * made by ab_cgroup_create or ab_cgroup_create_at in a process that may be gone (agentbox-runc's
+ * create and delete are different processes): thaw them, kill what is left in them, remove child
+ * groups, and retry rmdir while the last tasks leave (bounded, AB_CG_KILL_TIMEOUT_NS each).  Every
+ * path is tried; the first failure is returned.  A path already gone is fine. */
+int ab_cgroup_remove_paths (const char *const *paths, size_t n, ab_error_t *err);
 
 #endif

@@ -18,6 +18,12 @@ setup_file() {
 	export RUNC_BIN="$d/bin/agentbox-runc"
 	mkdir -p "$d/bin" "$d/img/bin" "$d/img/tmp" "$d/img/etc" "$d/img/proc" "$d/img/sys" "$d/img/dev" "$d/img/run"
 	ln -sf "$AGENTBOX" "$RUNC_BIN"
+	# podman's exit command (conmon runs `podman container cleanup`, which
+	# calls the runtime's delete) drops --runtime-flag: the private root
+	# goes into the runtime podman is given, so every call finds the state.
+	export PM_RUNC="$d/bin/agentbox-runc-pm"
+	printf '#!/bin/sh\nexec "%s" --root "%s" "$@"\n' "$RUNC_BIN" "$d/oci" >"$PM_RUNC"
+	chmod +x "$PM_RUNC"
 	cp /bin/busybox "$d/img/bin/busybox"
 	for t in $("$d/img/bin/busybox" --list); do
 		[ "$t" = busybox ] || ln -sf busybox "$d/img/bin/$t"
@@ -56,7 +62,7 @@ pm() {
 	local d="$BATS_FILE_TMPDIR"
 	timeout 60 podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" \
 		--storage-driver vfs --cgroup-manager cgroupfs --events-backend file \
-		--network-config-dir "$d/cni" --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" "$@"
+		--network-config-dir "$d/cni" --runtime "$PM_RUNC" "$@"
 }
 
 need() {
@@ -155,6 +161,118 @@ rc_() {
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
 }
 
+@test "direct: a process that ends at once stops the container (20 rounds)" {
+	# Its SIGCHLD may come before init waits for it: never lost.
+	b="$(bundle true)"
+	for i in $(seq 20); do
+		rc_ create -b "$b" q$i </dev/null >/dev/null 2>&1
+		rc_ start q$i
+		for ((k = 0; k < 100; k++)); do
+			rc_ state q$i | grep -q '"stopped"' && break
+			sleep 0.02
+		done
+		[ "$k" -lt 100 ]
+		rc_ delete q$i
+	done
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+# bundle_edit FILE PYTHON: change config.json with c bound to it.
+bundle_edit() {
+	python3 - "$1/config.json" "$2" <<-'PY'
+	import json, sys
+	p = sys.argv[1]
+	c = json.load(open(p))
+	exec("\n".join(l.strip() for l in sys.argv[2].splitlines()))
+	json.dump(c, open(p, "w"))
+	PY
+}
+
+@test "direct: the bundle's seccomp profile on top of ours" {
+	b="$(bundle sh -c 'mkdir /tmp/x; echo mkdir=$?; touch /tmp/y && echo touch=0; unshare -U true; echo unshare=$?; grep Seccomp_filters /proc/self/status')"
+	# Stricter: mkdir refused with EPERM; a name libseccomp does not know is skipped.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+	    {"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+	    {"names": ["no_such_syscall"], "action": "SCMP_ACT_KILL"}]}'
+	run rc_ run -b "$b" sc1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"mkdir=1"* ]]
+	[[ "$output" == *"Operation not permitted"* ]]
+	[[ "$output" == *"touch=0"* ]]
+	[[ "$output" == *"Seccomp_filters:	2"* ]]
+	# Looser: allowing everything, unshare included, loosens nothing of ours.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW",
+	    "syscalls": [{"names": ["unshare"], "action": "SCMP_ACT_ALLOW"}]}'
+	run rc_ run -b "$b" sc2
+	[[ "$output" == *"mkdir=0"* ]]
+	[[ "$output" == *"unshare=1"* ]] || [[ "$output" == *"unshare=2"* ]]
+	# A profile we cannot honour fails create, with nothing left.
+	bundle_edit "$b" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_NOTIFY"}'
+	run rc_ create -b "$b" sc3
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"SCMP_ACT_NOTIFY"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+@test "direct: linux.devices are the host's nodes bound in; a missing one is refused" {
+	b="$(bundle sh -c 'ls -l /dev/mynull /dev/myfifo; echo x > /dev/mynull && echo write-ok; head -c 3 /dev/myzero | wc -c')"
+	bundle_edit "$b" 'c["linux"]["devices"] = [{"path": "/dev/mynull", "type": "c", "major": 1, "minor": 3},
+	    {"path": "/dev/myzero", "type": "c", "major": 1, "minor": 5, "fileMode": 511},
+	    {"path": "/dev/myfifo", "type": "p"}]'
+	run rc_ run -b "$b" dv1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1,   3"*"/dev/mynull"* ]]
+	[[ "$output" == *"prw"*"/dev/myfifo"* ]]
+	[[ "$output" == *write-ok* ]]
+	[ "${lines[-1]}" = 3 ]
+	# The host's node is not changed by fileMode.
+	[ "$(stat -c %a /dev/zero)" = 666 ]
+	bundle_edit "$b" 'c["linux"]["devices"] = [{"path": "/dev/nope", "type": "c", "major": 250, "minor": 251}]'
+	run rc_ run -b "$b" dv2
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no host node c 250:251"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
+@test "direct: in-container hooks, freezer pause, update, delete kills what is left" {
+	b="$(bundle sh -c 'cat /tmp/cc /tmp/sc; sleep 100')"
+	bundle_edit "$b" 'c["hooks"] = {"createContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /tmp/cc; echo >> /tmp/cc"]}],
+	    "startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /tmp/sc; echo >> /tmp/sc"]}]}
+	c["linux"]["resources"] = {"memory": {"limit": 67108864}, "pids": {"limit": 40}}'
+	rc_ create -b "$b" --pid-file "$BATS_TEST_TMPDIR/pid" u1 </dev/null >"$BATS_TEST_TMPDIR/out" 2>&1
+	pid="$(cat "$BATS_TEST_TMPDIR/pid")"
+	rc_ start u1
+	for _ in $(seq 50); do grep -q '"created"' "$BATS_TEST_TMPDIR/out" && break; sleep 0.1; done
+	# The hooks ran in the container (their files are in its /tmp), with the state.
+	grep -q '"status":"creating","bundle"' "$BATS_TEST_TMPDIR/out"
+	grep -q '"id":"u1".*"status":"created"' "$BATS_TEST_TMPDIR/out"
+	[ ! -e /tmp/cc ]
+	mem="/sys/fs/cgroup/memory$(grep :memory: /proc/$pid/cgroup | cut -d: -f3)"
+	pids="/sys/fs/cgroup/pids$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 67108864 ]
+	rc_ update --memory 128m --pids-limit 50 u1
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$pids/pids.max")" = 50 ]
+	echo '{"memory": {"limit": 33554432}, "pids": {"limit": 0}}' | rc_ update --resources - u1
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 33554432 ]
+	[ "$(cat "$pids/pids.max")" = max ]
+	rc_ pause u1
+	run rc_ state u1
+	[[ "$output" == *'"status": "paused"'* ]]
+	! grep -q 'State:.*T' /proc/$pid/status
+	# An exec'd process joins the groups; delete --force of the paused
+	# container kills everything (thawing first) and removes them.
+	rc_ resume u1
+	rc_ exec -d u1 sleep 200
+	[ "$(wc -l <"$pids/cgroup.procs")" -ge 3 ]
+	rc_ pause u1
+	rc_ delete --force u1
+	[ ! -d "$mem" ] && [ ! -d "$pids" ]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
+}
+
 @test "bad bundles: clear errors, nothing left" {
 	s="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$BATS_TEST_TMPDIR/empty"
@@ -207,6 +325,8 @@ rc_() {
 	[[ "$output" == *in-exec* ]]
 	pid="$(pm inspect -f '{{.State.Pid}}' p1)"
 	mem="$(grep :memory: /proc/$pid/cgroup | cut -d: -f3)"
+	# podman's cgroupsPath (cgroupfs) is where the groups are.
+	[ "$mem" = "/libpod_parent/libpod-$(pm inspect -f '{{.Id}}' p1)" ]
 	[ "$(cat /sys/fs/cgroup/memory$mem/memory.limit_in_bytes)" = 67108864 ]
 	pids="$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
 	[ "$(cat /sys/fs/cgroup/pids$pids/pids.max)" = 40 ]
@@ -214,39 +334,91 @@ rc_() {
 	[[ "$output" == *"sleep 100"* ]]
 	pm pause p1
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == paused ]]
+	# Through the freezer, not SIGSTOP: the task is not stopped ('T').
+	grep -qx 'frozen 1' "/sys/fs/cgroup/unified$(grep '^0::' /proc/$pid/cgroup | cut -d: -f3)/cgroup.events"
+	! grep -q 'State:.*T' /proc/$pid/status
 	pm unpause p1
 	[[ "$(pm inspect -f '{{.State.Status}}' p1)" == running ]]
 	pm stop -t 5 p1
 	pm rm p1
-	# podman's cleanup (conmon's exit command) may call our delete a
-	# moment after rm returns: the group should be gone within 10 s.
-	for ((i = 0; i < 100; i++)); do
-		[ -d "/sys/fs/cgroup/memory$mem" ] || break
+	# Whichever of podman and conmon's cleanup calls our delete, the
+	# groups and the state are gone when rm returns.
+	[ ! -d "/sys/fs/cgroup/memory$mem" ]
+	[ ! -d "/sys/fs/cgroup/pids$pids" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
+}
+
+@test "podman: run --rm and an exec'd process leave no cgroup and no state" {
+	need podman
+	# An exec'd process is in the container's groups (its limits hold it),
+	# and a delete with it still running kills it and removes them.
+	pm run -d --name p2 --network none --pids-limit 30 localhost/busybox sleep 100
+	pid="$(pm inspect -f '{{.State.Pid}}' p2)"
+	pids="$(grep :pids: /proc/$pid/cgroup | cut -d: -f3)"
+	pm exec -d p2 sleep 200
+	run pm exec p2 sh -c 'grep :pids: /proc/self/cgroup | cut -d: -f3'
+	[ "$output" = "$pids" ]
+	[ "$(wc -l <"/sys/fs/cgroup/pids$pids/cgroup.procs")" -ge 3 ]
+	pm rm -f -t 0 p2
+	[ ! -d "/sys/fs/cgroup/pids$pids" ]
+	# run --rm: only conmon's cleanup deletes; rm's return waits for it.
+	run pm run --rm --network none --pids-limit 20 localhost/busybox sh -c 'grep :pids: /proc/self/cgroup | cut -d: -f3'
+	[ "$status" -eq 0 ]
+	[[ "$output" == /libpod_parent/libpod-* ]]
+	for ((i = 0; i < 50; i++)); do
+		[ -d "/sys/fs/cgroup/pids$output" ] || break
 		sleep 0.1
 	done
-	# Known defect (issue 17's note): under CI load the container's memory
-	# group can outlive `podman rm`.  The next test reports it as a skip
-	# with this reason; the empty group is removed here so the host keeps
-	# nothing of the test.
-	if [ -d "/sys/fs/cgroup/memory$mem" ]; then
-		echo "/sys/fs/cgroup/memory$mem" >"$BATS_FILE_TMPDIR/podman-cgroup-left"
-		[[ "$mem" == */agentbox-* ]] && rmdir "/sys/fs/cgroup/memory$mem"
-	fi
-	[ ! -d "/sys/fs/cgroup/memory$mem" ]
+	[ ! -d "/sys/fs/cgroup/pids$output" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
-@test "podman: the container's memory cgroup is gone after podman rm" {
+@test "podman: run.agentbox.agent puts our agent beside the container (exec and files)" {
 	need podman
-	if [ -f "$BATS_FILE_TMPDIR/podman-cgroup-left" ]; then
-		skip "KNOWN DEFECT: $(cat "$BATS_FILE_TMPDIR/podman-cgroup-left") was left after podman rm (removed by the test; issue 17)"
-	fi
+	local agentctl="${HELPERS:-$ROOT_DIR/build/tests}/agentctl"
+	[ -x "$agentctl" ] || skip "agentctl not built (make helpers)"
+	pm run -d --name p3 --network none --annotation run.agentbox.agent=true localhost/busybox sleep 100
+	id="$(pm inspect -f '{{.Id}}' p3)"
+	sock="$BATS_FILE_TMPDIR/oci/$id/agent.sock"
+	[ -S "$sock" ]
+	# A process through our agent: in the container, behind its walls.
+	run timeout 20 "$agentctl" -s "$sock" exec -- sh -c 'echo via-agent; grep -E "^(CapEff|Seccomp):" /proc/self/status; ls /bin/busybox'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *via-agent* ]]
+	[[ "$output" == *"CapEff:	0000000000000000"* ]]
+	[[ "$output" == *"Seccomp:	2"* ]]
+	# Files both ways: what the agent writes, podman's exec reads.
+	echo from-host | timeout 20 "$agentctl" -s "$sock" put /tmp/h.txt
+	run pm exec p3 cat /tmp/h.txt
+	[ "$output" = from-host ]
+	pm exec p3 sh -c 'echo from-container > /tmp/c.txt'
+	run timeout 20 "$agentctl" -s "$sock" cat /tmp/c.txt
+	[ "$output" = from-container ]
+	pm rm -f -t 0 p3
+	[ ! -e "$sock" ]
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/oci")" ]
 }
 
-@test "podman: default network (a joined namespace), -it through the console socket" {
+@test "podman: default network (a joined namespace), run.agentbox.network=none, -it through the console socket" {
 	need podman
 	run pm run --rm localhost/busybox sh -c 'ip -o link | wc -l; readlink /proc/self/ns/net'
 	[ "$status" -eq 0 ]
 	[ "$(readlink /proc/self/ns/net)" != "${lines[1]}" ]
+	# run.agentbox.network=none: a namespace of the container's own, not
+	# the one podman prepared; "proxy" is refused, not silently dropped.
+	pm run -d --name p4 --annotation run.agentbox.network=none localhost/busybox sleep 100
+	key="$(pm inspect -f '{{.NetworkSettings.SandboxKey}}' p4)"
+	[ -n "$key" ]
+	run pm exec p4 readlink /proc/self/ns/net
+	[ "$output" != "net:[$(stat -L -c %i "$key")]" ]
+	[ "$output" != "$(readlink /proc/self/ns/net)" ]
+	run pm exec p4 sh -c 'ip -o link | wc -l'
+	[ "$output" = 1 ]
+	pm rm -f -t 0 p4
+	run pm run --rm --network none --annotation run.agentbox.network=proxy localhost/busybox true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"run.agentbox.network=proxy is not supported"* ]]
 	local d="$BATS_FILE_TMPDIR"
 	# podman -it on a terminal of our own (a python pty; `script` ends
 	# the session when its stdin ends, before the output arrives).
@@ -268,7 +440,7 @@ while True:
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(p.wait())
 ' podman --root "$d/pm/root" --runroot "$d/pm/run" --tmpdir "$d/pm/tmp" --storage-driver vfs \
-		--cgroup-manager cgroupfs --events-backend file --runtime "$RUNC_BIN" --runtime-flag "root=$d/oci" \
+		--cgroup-manager cgroupfs --events-backend file --runtime "$PM_RUNC" \
 		run --rm -it --network none localhost/busybox sh -c 'tty; exit 4'
 	[ "$status" -eq 4 ]
 	echo "$output"
