@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/subtree.h"
 
 #define CG_GUARD       "/dev/.agentbox-pids"
 #define CG_DIR         CG_GUARD "/cg"
@@ -85,8 +86,11 @@ ab_agent_pids_limit (const char *arg, ab_error_t *err)
 	max = strtoull (arg, &end, 10);
 	if (errno || end == arg || *end || max == 0 || max > 4194304)
 		return ab_error (err, 0, AB_E_INVALID, "bad --pids-max %s", arg);
-	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0
-	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
+	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
+	/* Each exec's mark goes below the same guard (exec-mark.c). */
+	ab_exec_marks_mount (CG_GUARD);
+	if (chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
 	    || drop_sys_admin () < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
 	return 0;

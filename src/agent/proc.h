@@ -58,6 +58,15 @@ struct ab_proc_s {
 	uint64_t in_queued, in_written;
 	struct ab_stdin_ack_s *acks, **acks_tail;
 
+	/* The exec's keeper (agent/subtree.h): its pid and report pipe, -1
+	 * without one or once it has ended (its subtree is empty). */
+	pid_t keeper;
+	int keeper_fd;
+	struct ab_watch_s keeper_w;
+	/* Without a keeper, the exec's mark (agent/exec-mark.c), -1: none. */
+	int mark_fd;
+	unsigned mark_id;
+
 	bool reaped, finished, timed_out, in_grace;
 	int wait_status, exec_errno;
 	uint64_t grace_ms, finish_seq;
