@@ -48,8 +48,8 @@ static char *const default_env[] = {
 	NULL,
 };
 
-/* A pid may be reused once its process was reaped: the one not reaped
- * yet is the live one. */
+/* By the agent's pid (waitpid's).  A pid may be reused once its process
+ * was reaped: the one not reaped yet is the live one. */
 static struct ab_proc_s *
 find_live_proc (uint32_t pid)
 {
@@ -59,11 +59,12 @@ find_live_proc (uint32_t pid)
 	return NULL;
 }
 
+/* By the pid the protocol names: the commands' own view (cmdns.c). */
 static struct ab_proc_s *
 find_proc (uint32_t pid)
 {
 	for (struct ab_proc_s *p = ab_procs; p; p = p->next)
-		if ((uint32_t)p->pid == pid)
+		if ((uint32_t)p->id == pid)
 			return p;
 	return NULL;
 }
@@ -131,7 +132,7 @@ evict (void)
 	*oldest = p->next;
 	n_finished--;
 	n_procs--;
-	ab_error (&err, 0, AB_E_NOT_FOUND, "process %d is no longer kept", (int)p->pid);
+	ab_error (&err, 0, AB_E_NOT_FOUND, "process %d is no longer kept", (int)p->id);
 	while (p->followers)
 		ab_channel_finish (p->followers->ch, &err);
 	proc_free (p);
@@ -188,6 +189,8 @@ ab_proc_reaped (pid_t pid, int status)
 
 	if (p)
 		proc_reaped (p, status);
+	else
+		ab_cmdns_reaped (pid);
 }
 
 /* The keeper ended, its subtree empty, or was killed: a command still
@@ -330,6 +333,7 @@ spawn (const struct ab_msg_s *m, struct ab_proc_s *p, ab_error_t *err)
 	for (int i = 0; !m->tty && i < 3; i++)
 		close (cio[i]);
 	p->pid = child.pid;
+	p->id = kept.ns_pid;
 	p->exec_errno = child.exec_errno;
 	p->mark_fd = kept.mark_fd;
 	p->mark_id = kept.mark_id;
@@ -425,7 +429,7 @@ ab_req_proc_start (struct ab_session_s *s, struct ab_msg_s *m)
 	if (m->timeout_ms)
 		ab_timer_arm (&p->timeout, m->timeout_ms, on_timeout, p);
 	ab_msg_init (&ok, AB_MSG_OK);
-	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_session_ok (s, m->req_id, &ok);
 }
 
@@ -502,7 +506,7 @@ describe (const struct ab_proc_s *p, struct ab_msg_s *r, char **argv_buf)
 	}
 	argv_buf[n] = NULL;
 	r->argv = argv_buf;
-	ab_msg_set (r, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (r, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_msg_set (r, running, AB_TAG_RUNNING, !p->finished);
 	ab_msg_set (r, tty, AB_TAG_TTY, p->tty);
 	ab_msg_set (r, started_ms, AB_TAG_STARTED_MS, p->started_unix_ms);
@@ -567,7 +571,7 @@ ab_req_proc_attach (struct ab_session_s *s, struct ab_msg_s *m)
 		return;
 	}
 	ab_msg_init (&ok, AB_MSG_OK);
-	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_session_ok (s, m->req_id, &ok);
 	ab_proc_pump_followers (p);
 	ab_proc_update_reading (p);

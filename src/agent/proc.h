@@ -43,7 +43,9 @@ struct ab_stdin_ack_s {
 };
 
 struct ab_proc_s {
-	pid_t pid;
+	pid_t pid; /* ours: what kill and waitpid take */
+	pid_t id;  /* what the protocol reports and takes: the commands' pid
+	            * (their own namespace's on gVisor, agent/cmdns.c) */
 	char **argv;
 	bool tty;
 	uint64_t started_unix_ms;

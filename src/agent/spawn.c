@@ -142,6 +142,8 @@ attach_stdio (const int *stdio)
  * cgroup.procs the child joins (-1: none).  The vfork child shares our
  * memory, so it reads this directly. */
 static int child_mark_procs = -1;
+/* Set by the child: its pid as it sees it (in the commands' namespace). */
+static pid_t child_own_pid;
 
 static int
 join_mark (int procs)
@@ -165,6 +167,7 @@ run_child (const struct ab_exec_msg_s *req, char **env, int master, const int *s
 	 * root's. */
 	if (child_mark_procs >= 0 && join_mark (child_mark_procs) < 0)
 		child_fail (report_fd, STAGE_SETUP);
+	child_own_pid = getpid ();
 	if (master >= 0 && attach_tty (master) < 0)
 		child_fail (report_fd, STAGE_TTY);
 	if (master < 0 && stdio && attach_stdio (stdio) < 0)
@@ -446,10 +449,13 @@ spawn_marked (const struct ab_exec_msg_s *req, const int *stdio, struct ab_child
 {
 	int procs, r;
 
+	ab_cmdns_ensure ();
 	kept->mark_fd = ab_exec_mark_new (&kept->mark_id, &procs);
 	child_mark_procs = procs;
+	child_own_pid = -1;
 	r = ab_agent_spawn (req, stdio, child, err);
 	child_mark_procs = -1;
+	kept->ns_pid = child_own_pid > 0 ? child_own_pid : child->pid;
 	if (procs >= 0)
 		close (procs);
 	if (r < 0) {
@@ -505,5 +511,6 @@ ab_agent_spawn_kept (const struct ab_exec_msg_s *req, const int *stdio, struct a
 	}
 	kept->keeper = pid;
 	kept->fd = report[0];
+	kept->ns_pid = child->pid;
 	return 0;
 }

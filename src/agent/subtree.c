@@ -13,10 +13,12 @@
  * out in increasing order, that is not a practical race. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/subtree.h"
 #include "base/cleanup.h"
@@ -34,13 +36,20 @@ struct entry_s {
 };
 
 static bool
-read_entry (pid_t pid, struct entry_s *e)
+read_entry (int proc, pid_t pid, struct entry_s *e)
 {
-	char buf[512], state;
-	const char *f = ab_proc_stat_fields (pid, buf, sizeof buf);
+	char path[32], buf[512], state, *f;
+	cleanup_close int fd = -1;
+	ssize_t n;
 	int ppid;
 
-	if (!f || sscanf (f, "%c %d", &state, &ppid) != 2)
+	snprintf (path, sizeof path, "%d/stat", (int)pid);
+	if ((fd = openat (proc, path, O_RDONLY | O_CLOEXEC)) < 0
+	    || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return false;
+	buf[n] = '\0';
+	/* Fields start after the last ')': the name may hold anything. */
+	if (!(f = strrchr (buf, ')')) || sscanf (f + 1, " %c %d", &state, &ppid) != 2)
 		return false;
 	e->pid = pid;
 	e->ppid = (pid_t)ppid;
@@ -49,18 +58,23 @@ read_entry (pid_t pid, struct entry_s *e)
 	return true;
 }
 
-/* Every process /proc lists, with its parent. */
+/* Every process our /proc lists, with its parent. */
 static size_t
 read_table (struct entry_s **out)
 {
-	cleanup_dir DIR *d = opendir ("/proc");
+	int proc = ab_cmdns_agent_proc ();
+	int dfd = proc >= 0 ? openat (proc, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	cleanup_dir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
 	struct entry_s *t = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 
 	*out = NULL;
-	if (!d)
+	if (!d) {
+		if (dfd >= 0)
+			close (dfd);
 		return 0;
+	}
 	while ((de = readdir (d)) && n < MAX_PROCS) {
 		char *end;
 		long pid = strtol (de->d_name, &end, 10);
@@ -70,7 +84,7 @@ read_table (struct entry_s **out)
 			cap = cap ? cap * 2 : 256;
 			t = xrealloc (t, cap * sizeof *t);
 		}
-		if (read_entry ((pid_t)pid, &t[n]))
+		if (read_entry (proc, (pid_t)pid, &t[n]))
 			n++;
 	}
 	*out = t;

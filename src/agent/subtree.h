@@ -18,6 +18,7 @@ struct ab_kept_s {
 	int fd;
 	int mark_fd;
 	unsigned mark_id;
+	pid_t ns_pid; /* the command's pid as commands see it (cmdns.c) */
 };
 
 /* What a keeper reports, in one atomic pipe write each. */
@@ -67,5 +68,17 @@ int ab_exec_mark_new (unsigned *id, int *procs);
 void ab_exec_mark_release (int mark_fd, unsigned id);
 /* Append the members of the mark's group to out (*n of *cap used). */
 pid_t *ab_exec_mark_members (int mark_fd, pid_t *out, size_t *n, size_t *cap);
+
+/* cmdns.c: where no keeper runs (gVisor), the commands' pid namespace
+ * and its /proc, made before the first command (and again after its init
+ * was killed).  Without the privilege for it commands share ours. */
+void ab_cmdns_ensure (void);
+bool ab_cmdns_active (void);
+/* The agent reaped pid: if it was the commands' init, the namespace is
+ * gone. */
+void ab_cmdns_reaped (pid_t pid);
+/* The agent's own /proc (its pid namespace's), opened before any other
+ * /proc covers it. */
+int ab_cmdns_agent_proc (void);
 
 #endif
