@@ -11,22 +11,20 @@
  * it sits below a directory no command can traverse: mode 0000, owned by
  * nobody, while the control files are root's 0644.  A command running as
  * uid 0 has no capabilities, so only the owner bits apply to it, and it
- * owns neither.  Then the agent gives up CAP_SYS_ADMIN, needed only for
- * the mount. */
+ * owns neither.  The agent keeps CAP_SYS_ADMIN: it makes the commands'
+ * pid namespace and its /proc (cmdns.c); no command gets it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/subtree.h"
 
 #define CG_GUARD       "/dev/.agentbox-pids"
 #define CG_DIR         CG_GUARD "/cg"
@@ -44,21 +42,6 @@ write_file (const char *path, const char *value)
 	n = write (fd, value, strlen (value));
 	close (fd);
 	return n == (ssize_t)strlen (value) ? 0 : -1;
-}
-
-static int
-drop_sys_admin (void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
-
-	if (prctl (PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) < 0
-	    || syscall (SYS_capget, &hdr, data) < 0)
-		return -1;
-	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
-	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
-	data[CAP_TO_INDEX (CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK (CAP_SYS_ADMIN);
-	return (int)syscall (SYS_capset, &hdr, data);
 }
 
 static int
@@ -85,9 +68,11 @@ ab_agent_pids_limit (const char *arg, ab_error_t *err)
 	max = strtoull (arg, &end, 10);
 	if (errno || end == arg || *end || max == 0 || max > 4194304)
 		return ab_error (err, 0, AB_E_INVALID, "bad --pids-max %s", arg);
-	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0
-	    || chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0
-	    || drop_sys_admin () < 0)
+	if (mkdir (CG_GUARD, 0700) < 0 || mkdir (CG_DIR, 0700) < 0 || enter_group (max) < 0)
+		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
+	/* Each exec's mark goes below the same guard (exec-mark.c). */
+	ab_exec_marks_mount (CG_GUARD);
+	if (chown (CG_GUARD, CG_GUARD_OWNER, CG_GUARD_OWNER) < 0 || chmod (CG_GUARD, 0) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "pids limit");
 	return 0;
 }

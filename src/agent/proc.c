@@ -4,14 +4,23 @@
  * last AB_PROC_KEEP_FINISHED finished ones with their retained output.
  *
  * Each process leads its own session and process group (setsid in the
- * child), and signals and the timeout go to that group, so `sh -c 'a | b'`
- * is stopped as a whole.  A process that calls setsid itself leaves the
- * group: only SHUTDOWN (kill(-1) from PID 1) reaches everything. */
+ * child), and signals go to that group, so `sh -c 'a | b'` is stopped as a
+ * whole.  The timeout and an explicit SIGTERM or SIGKILL reach every
+ * process of the exec, also one that called setsid itself or whose parent
+ * ended: the command runs below a keeper, its child subreaper, and the
+ * keeper's whole subtree is signalled (agent/subtree.c).  The leader's own
+ * exit kills nothing: what it left running in the background (nohup, a
+ * server) lives on, but the exec's timeout, still armed while the keeper
+ * has processes below it, ends them too.  Where no keeper can run (gVisor
+ * 2022 has no PR_SET_CHILD_SUBREAPER) the walk starts at the command and
+ * reaches what still hangs below it; an orphan is then reached only by
+ * SHUTDOWN (kill(-1) from PID 1). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -20,6 +29,7 @@
 
 #include "agent/agent.h"
 #include "agent/proc.h"
+#include "agent/subtree.h"
 #include "base/fd.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
@@ -38,11 +48,23 @@ static char *const default_env[] = {
 	NULL,
 };
 
+/* By the agent's pid (waitpid's).  A pid may be reused once its process
+ * was reaped: the one not reaped yet is the live one. */
+static struct ab_proc_s *
+find_live_proc (uint32_t pid)
+{
+	for (struct ab_proc_s *p = ab_procs; p; p = p->next)
+		if ((uint32_t)p->pid == pid && !p->reaped)
+			return p;
+	return NULL;
+}
+
+/* By the pid the protocol names: the commands' own view (cmdns.c). */
 static struct ab_proc_s *
 find_proc (uint32_t pid)
 {
 	for (struct ab_proc_s *p = ab_procs; p; p = p->next)
-		if ((uint32_t)p->pid == pid)
+		if ((uint32_t)p->id == pid)
 			return p;
 	return NULL;
 }
@@ -61,6 +83,18 @@ strv_copy (char *const *v)
 	return out;
 }
 
+/* Let go of the keeper: what is still below it lives on, untracked. */
+static void
+keeper_release (struct ab_proc_s *p)
+{
+	if (p->keeper_fd < 0)
+		return;
+	ab_loop_del (&p->keeper_w);
+	close (p->keeper_fd);
+	p->keeper_fd = -1;
+	p->keeper = -1;
+}
+
 static void
 proc_free (struct ab_proc_s *p)
 {
@@ -68,6 +102,8 @@ proc_free (struct ab_proc_s *p)
 	 * happens 64 finished processes later, long after any grace. */
 	ab_timer_cancel (&p->timeout);
 	ab_timer_cancel (&p->drain);
+	keeper_release (p);
+	ab_exec_mark_release (p->mark_fd, p->mark_id);
 	for (char **a = p->argv; a && *a; a++)
 		free (*a);
 	free (p->argv);
@@ -96,7 +132,7 @@ evict (void)
 	*oldest = p->next;
 	n_finished--;
 	n_procs--;
-	ab_error (&err, 0, AB_E_NOT_FOUND, "process %d is no longer kept", (int)p->pid);
+	ab_error (&err, 0, AB_E_NOT_FOUND, "process %d is no longer kept", (int)p->id);
 	while (p->followers)
 		ab_channel_finish (p->followers->ch, &err);
 	proc_free (p);
@@ -111,7 +147,9 @@ ab_proc_check_finished (struct ab_proc_s *p)
 	p->finish_seq = ++finish_counter;
 	n_finished++;
 	ab_timer_cancel (&p->drain);
-	if (!p->in_grace)
+	/* The timeout still bounds what the exec left running below its
+	 * keeper (cancelled when the keeper ends). */
+	if (!p->in_grace && p->keeper_fd < 0 && p->mark_fd < 0)
 		ab_timer_cancel (&p->timeout);
 	ab_proc_stdin_abort (p, "the process has ended");
 	if (p->pty >= 0) {
@@ -132,18 +170,79 @@ on_drain_timer (struct ab_timer_s *t)
 	ab_proc_check_finished (p);
 }
 
-void
-ab_proc_reaped (pid_t pid, int status)
+static void
+proc_reaped (struct ab_proc_s *p, int status)
 {
-	struct ab_proc_s *p = find_proc ((uint32_t)pid);
-
-	if (!p || p->reaped)
-		return; /* an orphan that PID 1 inherited */
 	p->reaped = true;
 	p->wait_status = status;
 	if (p->out[0].fd >= 0 || p->out[1].fd >= 0)
 		ab_timer_arm (&p->drain, AB_PROC_DRAIN_MS, on_drain_timer, p);
 	ab_proc_check_finished (p);
+}
+
+/* The agent reaped pid: a command whose keeper ended before it did (and
+ * so became ours), a keeper, or an orphan PID 1 inherited. */
+void
+ab_proc_reaped (pid_t pid, int status)
+{
+	struct ab_proc_s *p = find_live_proc ((uint32_t)pid);
+
+	if (p)
+		proc_reaped (p, status);
+	else
+		ab_cmdns_reaped (pid);
+}
+
+/* The keeper ended, its subtree empty, or was killed: a command still
+ * running is ours now (its SIGCHLD comes to us); one that is gone without
+ * a report was reaped by the keeper as it died. */
+static void
+keeper_gone (struct ab_proc_s *p)
+{
+	keeper_release (p);
+	if (!p->reaped && kill (p->pid, 0) < 0 && errno == ESRCH)
+		proc_reaped (p, SIGKILL);
+	if (p->finished && !p->in_grace)
+		ab_timer_cancel (&p->timeout);
+}
+
+static void
+on_keeper (struct ab_watch_s *w, uint32_t events)
+{
+	struct ab_proc_s *p = w->ctx;
+	struct ab_keeper_msg_s m;
+	ssize_t n;
+
+	(void)events;
+	do
+		n = read (p->keeper_fd, &m, sizeof m);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n == (ssize_t)sizeof m && m.kind == AB_KEEPER_EXITED && m.pid == p->pid) {
+		if (!p->reaped)
+			proc_reaped (p, m.status);
+		return;
+	}
+	keeper_gone (p); /* EOF, or a report that makes no sense */
+}
+
+/* Signal the exec: its process group, and with SIGTERM or SIGKILL every
+ * process below its keeper (or below the command without one). */
+static void
+signal_exec (struct ab_proc_s *p, int sig)
+{
+	bool keeper = p->keeper_fd >= 0;
+	struct ab_exec_target_s t = { .root = keeper      ? p->keeper
+		                              : p->reaped ? -1
+		                                          : p->pid,
+		                      .with_root = !keeper,
+		                      .mark_fd = p->mark_fd };
+
+	if (sig == SIGKILL)
+		ab_exec_kill (&t);
+	else if (sig == SIGTERM)
+		ab_exec_signal (&t, sig);
 }
 
 static void
@@ -152,12 +251,16 @@ on_timeout (struct ab_timer_s *t)
 	struct ab_proc_s *p = t->ctx;
 
 	if (!p->in_grace) {
-		p->timed_out = true;
+		/* After the command's own end only what it left behind is
+		 * stopped: its status is already told. */
+		p->timed_out = !p->reaped;
 		p->in_grace = true;
 		kill (-p->pid, SIGTERM);
+		signal_exec (p, SIGTERM);
 		ab_timer_arm (&p->timeout, p->grace_ms, on_timeout, p);
 	} else {
 		kill (-p->pid, SIGKILL);
+		signal_exec (p, SIGKILL);
 	}
 }
 
@@ -216,12 +319,13 @@ spawn (const struct ab_msg_s *m, struct ab_proc_s *p, ab_error_t *err)
 {
 	struct ab_exec_msg_s x;
 	struct ab_child_s child;
+	struct ab_kept_s kept;
 	int cio[3], ours[3] = { -1, -1, -1 };
 
 	build_exec (m, &x);
 	if (!m->tty && make_pipes (m->stdin_open, cio, ours, err) < 0)
 		return -1;
-	if (ab_agent_spawn (&x, m->tty ? NULL : cio, &child, err) < 0) {
+	if (ab_agent_spawn_kept (&x, m->tty ? NULL : cio, &child, &kept, err) < 0) {
 		for (int i = 0; !m->tty && i < 3; i++)
 			close (cio[i]), close (ours[i]);
 		return -1;
@@ -229,7 +333,17 @@ spawn (const struct ab_msg_s *m, struct ab_proc_s *p, ab_error_t *err)
 	for (int i = 0; !m->tty && i < 3; i++)
 		close (cio[i]);
 	p->pid = child.pid;
+	p->id = kept.ns_pid;
 	p->exec_errno = child.exec_errno;
+	p->mark_fd = kept.mark_fd;
+	p->mark_id = kept.mark_id;
+	if (kept.fd >= 0) {
+		ab_set_nonblock (kept.fd, 1);
+		p->keeper = kept.keeper;
+		p->keeper_fd = kept.fd;
+		if (ab_loop_add (&p->keeper_w, kept.fd, EPOLLIN, on_keeper, p) < 0)
+			keeper_release (p); /* the command becomes ours when it ends */
+	}
 	p->pty = child.pty_master;
 	if (m->tty) {
 		ours[1] = fcntl (p->pty, F_DUPFD_CLOEXEC, 3);
@@ -271,6 +385,7 @@ proc_new (const struct ab_msg_s *m)
 	p->grace_ms = m->grace_ms ? m->grace_ms : DEFAULT_GRACE_MS;
 	p->in_fd = p->pty = -1;
 	p->in_w.fd = -1;
+	p->keeper = p->keeper_fd = p->mark_fd = -1;
 	p->acks_tail = &p->acks;
 	for (pp = &ab_procs; *pp; pp = &(*pp)->next)
 		;
@@ -314,7 +429,7 @@ ab_req_proc_start (struct ab_session_s *s, struct ab_msg_s *m)
 	if (m->timeout_ms)
 		ab_timer_arm (&p->timeout, m->timeout_ms, on_timeout, p);
 	ab_msg_init (&ok, AB_MSG_OK);
-	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_session_ok (s, m->req_id, &ok);
 }
 
@@ -353,6 +468,8 @@ ab_req_proc_signal (struct ab_session_s *s, struct ab_msg_s *m)
 		ab_session_fail (s, m->req_id, &err);
 		return;
 	}
+	/* A kill reaches every process of the exec, not only its group. */
+	signal_exec (p, (int)m->signal);
 	ab_session_ok (s, m->req_id, NULL);
 }
 
@@ -389,7 +506,7 @@ describe (const struct ab_proc_s *p, struct ab_msg_s *r, char **argv_buf)
 	}
 	argv_buf[n] = NULL;
 	r->argv = argv_buf;
-	ab_msg_set (r, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (r, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_msg_set (r, running, AB_TAG_RUNNING, !p->finished);
 	ab_msg_set (r, tty, AB_TAG_TTY, p->tty);
 	ab_msg_set (r, started_ms, AB_TAG_STARTED_MS, p->started_unix_ms);
@@ -454,7 +571,7 @@ ab_req_proc_attach (struct ab_session_s *s, struct ab_msg_s *m)
 		return;
 	}
 	ab_msg_init (&ok, AB_MSG_OK);
-	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->pid);
+	ab_msg_set (&ok, pid, AB_TAG_PID, (uint32_t)p->id);
 	ab_session_ok (s, m->req_id, &ok);
 	ab_proc_pump_followers (p);
 	ab_proc_update_reading (p);

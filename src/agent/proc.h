@@ -43,7 +43,9 @@ struct ab_stdin_ack_s {
 };
 
 struct ab_proc_s {
-	pid_t pid;
+	pid_t pid; /* ours: what kill and waitpid take */
+	pid_t id;  /* what the protocol reports and takes: the commands' pid
+	            * (their own namespace's on gVisor, agent/cmdns.c) */
 	char **argv;
 	bool tty;
 	uint64_t started_unix_ms;
@@ -57,6 +59,15 @@ struct ab_proc_s {
 	size_t in_q_off, in_q_len, in_q_cap;
 	uint64_t in_queued, in_written;
 	struct ab_stdin_ack_s *acks, **acks_tail;
+
+	/* The exec's keeper (agent/subtree.h): its pid and report pipe, -1
+	 * without one or once it has ended (its subtree is empty). */
+	pid_t keeper;
+	int keeper_fd;
+	struct ab_watch_s keeper_w;
+	/* Without a keeper, the exec's mark (agent/exec-mark.c), -1: none. */
+	int mark_fd;
+	unsigned mark_id;
 
 	bool reaped, finished, timed_out, in_grace;
 	int wait_status, exec_errno;

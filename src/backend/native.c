@@ -41,6 +41,7 @@
 #include "base/sys.h"
 #include "isolate/cgroup.h"
 #include "isolate/mountfd.h"
+#include "isolate/uid-range.h"
 #include "isolate/userns.h"
 
 #define NAMESPACES                                                                                 \
@@ -71,6 +72,7 @@ struct monitor_s {
 	bool rlimits; /* no cgroup could be made: the limits are rlimits */
 	struct idmap_cache_s idmaps;
 	char *root_dir; /* the layered root's upper and work (native-root.h), or NULL */
+	int uid_range;  /* privileged: the lock of this sandbox's host ids (-1: none) */
 };
 
 static int
@@ -307,6 +309,10 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 
 	ab_idmap_for_caller (&map, m->spec->uid, m->spec->gid);
 	in->become_root = map.privileged;
+	/* A host range of its own (isolate/uid-range.c), held until we exit;
+	 * the layers and the workspace are idmapped into it through map. */
+	if (map.privileged && (m->uid_range = ab_uid_range_acquire (&map.base, err)) < 0)
+		return -1;
 	/* The layers are host root's: only a privileged monitor can idmap them
 	 * to the sandbox's ids (and make an overlay over idmapped layers). */
 	if (m->spec->root.layers && !map.privileged)
@@ -500,6 +506,7 @@ native_create (const struct ab_spec_s *spec, const int *stdio, struct ab_sandbox
 		.init_pid = -1,
 		.init_pidfd = -1,
 		.sync_fd = -1,
+		.uid_range = -1,
 	};
 	cleanup_free char *agent_path = ab_agent_exe_path (err);
 	int door[2] = { -1, -1 }, r;

@@ -11,12 +11,14 @@
 /* The agent needs these to run commands as their user and serve files as
  * the file user; the commands it starts drop every one of them, lock the
  * securebits and set no_new_privs (agent/confine.c).  Nothing else: no
- * CAP_SYS_PTRACE, CAP_NET_RAW, CAP_MKNOD, and CAP_SYS_ADMIN only for the
- * pids limit (args_json). */
+ * CAP_SYS_PTRACE, CAP_NET_RAW, CAP_MKNOD.  CAP_SYS_ADMIN: the commands'
+ * pid namespace and its /proc (agent/cmdns.c), the pids limit's and the
+ * exec marks' cgroup mounts (args_json). */
 static const char *const agent_caps[] = {
-	"CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
-	"CAP_FSETID",  "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
-	"CAP_SETPCAP", "CAP_NET_ADMIN", /* lo up, where the runtime left it down */
+	"CAP_CHOWN",     "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+	"CAP_FSETID",    "CAP_KILL",         "CAP_SETGID",          "CAP_SETUID",
+	"CAP_SETPCAP",   "CAP_NET_ADMIN", /* lo up, where the runtime left it down */
+	"CAP_SYS_ADMIN",
 };
 
 #define BIND_RO   "rbind", "ro", "nosuid", "nodev"
@@ -169,7 +171,6 @@ args_json (const struct ab_oci_bundle_s *b)
 static json_t *
 process_json (const struct ab_oci_bundle_s *b)
 {
-	const struct ab_spec_s *spec = b->spec;
 	json_t *p = json_object (), *caps = json_object (), *user = json_object ();
 	json_t *nofile = json_object (), *rlimits = json_array ();
 	const char *const sets[] = { "bounding", "effective", "permitted" };
@@ -177,8 +178,6 @@ process_json (const struct ab_oci_bundle_s *b)
 
 	for (size_t i = 0; i < sizeof agent_caps / sizeof *agent_caps; i++)
 		json_array_append_new (list, json_string (agent_caps[i]));
-	if (spec->limits.pids)
-		json_array_append_new (list, json_string ("CAP_SYS_ADMIN"));
 	for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
 		json_object_set_new (caps, sets[i], json_deep_copy (list));
 	json_decref (list);

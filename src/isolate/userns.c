@@ -19,6 +19,7 @@ void
 ab_idmap_for_caller (struct ab_idmap_s *map, uid_t inside_uid, gid_t inside_gid)
 {
 	map->privileged = geteuid () == 0;
+	map->base = AB_USERNS_HOST_BASE;
 	map->host_uid = geteuid ();
 	map->host_gid = getegid ();
 	map->inside_uid = inside_uid;
@@ -28,13 +29,13 @@ ab_idmap_for_caller (struct ab_idmap_s *map, uid_t inside_uid, gid_t inside_gid)
 uid_t
 ab_idmap_host_uid (const struct ab_idmap_s *map, uid_t inside)
 {
-	return map->privileged ? AB_USERNS_HOST_BASE + inside : map->host_uid;
+	return map->privileged ? map->base + inside : map->host_uid;
 }
 
 gid_t
 ab_idmap_host_gid (const struct ab_idmap_s *map, gid_t inside)
 {
-	return map->privileged ? AB_USERNS_HOST_BASE + inside : map->host_gid;
+	return map->privileged ? map->base + inside : map->host_gid;
 }
 
 static int
@@ -76,10 +77,8 @@ ab_userns_write_maps (pid_t pid, const struct ab_idmap_s *map, ab_error_t *err)
 	if (dir < 0)
 		return -1;
 	if (map->privileged) {
-		snprintf (uid_line, sizeof uid_line, "0 %u %u\n", AB_USERNS_HOST_BASE,
-		          AB_USERNS_RANGE);
-		snprintf (gid_line, sizeof gid_line, "0 %u %u\n", AB_USERNS_HOST_BASE,
-		          AB_USERNS_RANGE);
+		snprintf (uid_line, sizeof uid_line, "0 %u %u\n", map->base, AB_USERNS_RANGE);
+		snprintf (gid_line, sizeof gid_line, "0 %u %u\n", map->base, AB_USERNS_RANGE);
 	} else {
 		snprintf (uid_line, sizeof uid_line, "%u %u 1\n", map->inside_uid, map->host_uid);
 		snprintf (gid_line, sizeof gid_line, "%u %u 1\n", map->inside_gid, map->host_gid);

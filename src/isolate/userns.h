@@ -7,13 +7,16 @@
 
 #include "base/error.h"
 
-/* When agentbox runs as root, sandbox ids 0..AB_USERNS_RANGE-1 map to this
- * unprivileged host range: never to host uid 0. */
+/* When agentbox runs as root, sandbox ids 0..AB_USERNS_RANGE-1 map to an
+ * unprivileged host range, never to host uid 0: the native backend takes
+ * one of its own per sandbox from AB_USERNS_HOST_BASE up
+ * (isolate/uid-range.c); others (the OCI runtime, doctor) use the first. */
 #define AB_USERNS_HOST_BASE 1610612736U
 #define AB_USERNS_RANGE     65536U
 
 struct ab_idmap_s {
 	bool privileged; /* caller is root: map a whole range */
+	uid_t base;      /* privileged: the range's first host id */
 	uid_t host_uid;  /* unprivileged: the caller's ids */
 	gid_t host_gid;
 	uid_t inside_uid; /* unprivileged: which inside id the caller becomes */
