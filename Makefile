@@ -5,9 +5,9 @@
 #   make layers     check every #include in src/ against docs/architecture.md's layer table
 #   make fuzz       build the libFuzzer harnesses (clang-14) and run each for FUZZ_SECONDS
 #   make demo       install what is missing, build, run the demonstration
-#   make bench      startup benchmark against bwrap and unshare (bench/startup), daemon exec (bench/exec),
-#                   every backend against its raw tool (bench/backends)
-#                   the agent doors against the real codex exec-server (bench/agent-tools/run)
+#   make bench      every benchmark under bench/ (bench/run-all: startup against bwrap and unshare,
+#                   daemon exec, egress, credential, every backend against its raw tool, the agent
+#                   doors, images, pools, snapshots, OCI, browser, ...), a summary of what ran
 #   make install    copy the binaries to $(PREFIX)/bin
 #   make static-services  build/agentbox-services-static: the sidecar services, one static file
 #                   (scripts/build-images puts it in the sidecar image; not part of `make`)
@@ -28,7 +28,10 @@ ifneq ($(findstring clang,$(CC)),)
 WARN += -Wno-unknown-warning-option
 endif
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
+# One section per function and object, so the lean `agentbox` (below) can
+# drop with --gc-sections the code its one-shot path never reaches.
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
+	-Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
 HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
 HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto -lseccomp $(shell pkg-config --libs libcurl libarchive)
 
@@ -40,7 +43,7 @@ HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto -lseccomp $(shell p
 # time, as an upward #include is a failure of `make layers`.
 HOST_LAYERS := cli daemon image session backend net isolate spec policy proto base
 # Each program's main(), kept out of the layer archives.
-PROGRAM_MAINS := src/cli/main.c src/cli/services-main.c
+PROGRAM_MAINS := src/cli/main.c src/cli/full-main.c src/cli/services-main.c
 HOST_SRC  := $(filter-out $(PROGRAM_MAINS),$(foreach d,$(HOST_LAYERS),$(wildcard src/$(d)/*.c)))
 # The agent is static and links libc only: base (minus the JSON helpers) and proto.
 AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/proto/*.c) \
@@ -53,7 +56,7 @@ HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/hel
 GEN := $(BUILD)/gen/seccomp-default.h
 
 .PHONY: static-services all check demo bench install clean unit unit-bins helpers unit-asan asan-bins integration conformance guest deps format format-check clang-build
-all: $(BUILD)/agentbox $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
+all: $(BUILD)/agentbox $(BUILD)/agentbox-full $(BUILD)/agentbox-agent $(BUILD)/agentbox-statx-shim.so
 
 # layer_archives OBJDIR LIBDIR: the rule of each layer's archive from the
 # objects under OBJDIR, and the archives in link order as $(LIBDIR_ARCHIVES).
@@ -71,7 +74,24 @@ $(BUILD)/lib/libab-cli.a: $(BUILD)/obj/src/agent/confine.o
 HOST_ARCHIVES := $(foreach l,$(HOST_LAYERS),$(BUILD)/lib/libab-$(l).a)
 $(eval $(call layer_archives,$(BUILD)/obj,$(BUILD)/lib))
 
+# The entry users run (cli/main.c): a plain native `agentbox run`, static
+# (no dynamic loader at start) with libc and jansson only; --gc-sections
+# drops every function its path never reaches, with their references into
+# the other libraries, so a call that pulls TLS, libevent, curl or
+# libarchive into that path fails this link.  Every other command is
+# agentbox-full, which the entry execs.  libc.a members a dropped function
+# needed are still read (getaddrinfo's, from net/): the linker's warning
+# about them is filtered, and `nm` shows none of them is in the file.
+LEAN_LIBS := -ljansson -lpthread
 $(BUILD)/agentbox: $(BUILD)/obj/src/cli/main.o $(HOST_ARCHIVES)
+	@echo "  LD      $@ (lean, static)"
+	@$(CC) $(ALL_CFLAGS) -static-pie -Wl,-z,relro,-z,now,-z,noexecstack -Wl,--gc-sections \
+		-o $@.tmp $^ $(LEAN_LIBS) 2>$@.log || { cat $@.log; rm -f $@.tmp; exit 1; }
+	@grep -v -e 'in statically linked applications requires at runtime' -e ': in function ' \
+		$@.log >&2 || true
+	@rm -f $@.log && mv $@.tmp $@
+
+$(BUILD)/agentbox-full: $(BUILD)/obj/src/cli/full-main.o $(HOST_ARCHIVES)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(HOST_LDFLAGS) -o $@ $^ $(HOST_LIBS)
 
@@ -232,18 +252,14 @@ demo:
 # same invocation (bwrap and unshare, host fork+exec, nginx direct and
 # tinyproxy, a direct TLS upstream); none fails a build.
 bench:
-	scripts/install-deps build test bench
+	scripts/install-deps build test bench npm
 	$(MAKE) all $(HELPER_BIN)
-	bench/startup $(BUILD)/agentbox
-	bench/exec $(BUILD)/agentbox
-	bench/egress $(BUILD)/agentbox
-	bench/credential $(BUILD)/agentbox
-	bench/backends $(BUILD)/agentbox
-	scripts/install-deps npm && bench/agent-tools/run $(BUILD)/agentbox
+	bench/run-all $(BUILD)/agentbox
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/agentbox $(DESTDIR)$(PREFIX)/bin/agentbox
+	install -m 0755 $(BUILD)/agentbox-full $(DESTDIR)$(PREFIX)/bin/agentbox-full
 	install -m 0755 $(BUILD)/agentbox-agent $(DESTDIR)$(PREFIX)/bin/agentbox-agent
 	install -m 0644 $(BUILD)/agentbox-statx-shim.so $(DESTDIR)$(PREFIX)/bin/agentbox-statx-shim.so
 	for alias in t3-egress-proxy t3-credential-proxy t3-preview-bridge agentbox-runc; do \

@@ -2,9 +2,11 @@
  *
  * It runs single-threaded in fresh user, mount, pid, net, ipc, uts and
  * cgroup namespaces; past this point failures end the process (after
- * telling the monitor why).  Order: wait for the id maps and cgroups, join
- * a new cgroup namespace, build and pivot into the root, set the hostname,
- * then exec the sealed agent copy as PID 1 with only the door and stdio. */
+ * telling the monitor why).  Order: join the v1 cgroups (the cgroup2 one
+ * it was cloned into), wait for the id maps, build the root, wait for the
+ * limits, join a new cgroup namespace, pivot into the root, set the
+ * hostname, then exec the sealed agent copy as PID 1 with only the door
+ * and stdio. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -18,6 +20,7 @@
 #include "backend/native-internal.h"
 #include "base/fd.h"
 #include "base/sys.h"
+#include "isolate/cgroup.h"
 #include "isolate/rootfs.h"
 #include "proto/proto.h"
 
@@ -144,6 +147,10 @@ ab_native_init (struct ab_native_init_s *in)
 	in->sync_fd = fcntl (in->sync_fd, F_DUPFD_CLOEXEC, 10);
 	if (in->sync_fd < 0)
 		_exit (125);
+	/* First, while this is the sandbox's only process and single-threaded:
+	 * everything it mounts and starts is charged to the groups. */
+	if (ab_cgroup_join_self (in->cg_tasks, in->n_cg_tasks, &err) < 0)
+		init_fail (in->sync_fd, &err);
 	await_go (in->sync_fd, AB_NATIVE_GO_MAPS, &none);
 	if (in->spec->root.layers) /* the layered root's overlay came with it */
 		in->image_mnt = none;

@@ -2,6 +2,7 @@
 #define AB_BACKEND_NATIVE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "backend/native.h"
 
@@ -16,11 +17,16 @@ struct ab_native_init_s {
 	                * root: its overlay (sent with GO_MAPS); or -1 */
 	int stdio[3];
 	bool become_root; /* ids mapped as a range: switch to the mapped root */
+	/* cgroup v1 `tasks` files init writes "0" to first thing, so that it
+	 * joins its groups itself (ab_cgroup_join_s: no RCU grace period). */
+	int *cg_tasks;
+	size_t n_cg_tasks;
 };
 
 /* The monitor's go-ahead messages on sync_fd.  GO_MAPS: the id maps are
  * written, start building the root (with a layered root, the message
- * carries its overlay mount).  GO_READY: the cgroups are joined.
+ * carries its overlay mount).  GO_READY: the limits are in place (init
+ * joined its cgroups at birth; else its rlimits are set).
  * When privileged, GO_MOUNT messages follow, each carrying one idmapped
  * mount by SCM_RIGHTS: the workspace, then every bind in spec order.
  * Splitting them lets the monitor's slow steps (cgroup v1 attach, the

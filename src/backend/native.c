@@ -298,12 +298,32 @@ send_maps_go (struct monitor_s *m, const struct ab_idmap_s *map, ab_error_t *err
 	return r < 0 ? fail_errno (m, err, "start sandbox") : 0;
 }
 
-/* Clone init, write its maps, let it build its root while we create its
- * cgroups, join it to them and prepare the idmapped mounts. */
+/* Init in its namespaces, born in the cgroup2 group when there is one.
+ * A kernel without clone3 CLONE_INTO_CGROUP gets a plain clone and
+ * *late_enter: the caller then moves init by pid, as before Linux 5.7. */
+static pid_t
+clone_init (const struct ab_cgroup_join_s *join, bool *late_enter)
+{
+	pid_t pid;
+
+	*late_enter = false;
+	if (join->clone_into < 0)
+		return ab_sys_clone_fork (NAMESPACES);
+	pid = ab_sys_clone_into_cgroup (NAMESPACES, join->clone_into);
+	if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
+		return pid;
+	*late_enter = true;
+	return ab_sys_clone_fork (NAMESPACES);
+}
+
+/* Create init's cgroups, clone init into them, write its maps, let it
+ * build its root while we prepare the idmapped mounts. */
 static int
 start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 {
+	struct ab_cgroup_join_s join = { .clone_into = -1 };
 	struct ab_idmap_s map;
+	bool late_enter;
 	int sync[2];
 	char go;
 
@@ -332,26 +352,36 @@ start_init (struct monitor_s *m, struct ab_native_init_s *in, ab_error_t *err)
 	                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err))
 	               < 0)
 		return -1;
-	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+	/* The groups exist before init does: it is born in the cgroup2 one
+	 * and joins the v1 ones itself (ab_cgroup_join_s), so no move pays
+	 * an RCU grace period on the start path. */
+	if (create_cgroup (m, err) < 0
+	    || (m->cgroup && ab_cgroup_join_prepare (m->cgroup, &join, err) < 0))
+		return -1;
+	in->cg_tasks = join.tasks;
+	in->n_cg_tasks = join.n_tasks;
+	if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
+		ab_cgroup_join_release (&join);
 		return fail_errno (m, err, "socketpair");
-	m->init_pid = ab_sys_clone_fork (NAMESPACES);
-	if (m->init_pid < 0)
-		return fail_errno (m, err, "clone sandbox namespaces");
+	}
+	m->init_pid = clone_init (&join, &late_enter);
 	if (m->init_pid == 0) {
 		close (sync[0]);
 		in->sync_fd = sync[1];
 		ab_native_init (in);
 	}
+	ab_cgroup_join_release (&join);
 	close (sync[1]);
+	if (m->init_pid < 0) {
+		close (sync[0]);
+		return fail_errno (m, err, "clone sandbox namespaces");
+	}
 	m->sync_fd = sync[0];
 	if (ab_userns_write_maps (m->init_pid, &map, err) < 0)
 		return start_failed (m, err);
 	if (send_maps_go (m, &map, err) < 0)
 		return -1;
-	/* cgroup v1 create and attach cost milliseconds (memcg allocation, an
-	 * RCU grace period in the attach): done while init builds its root. */
-	if (create_cgroup (m, err) < 0
-	    || (m->cgroup && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0)
+	if ((late_enter && ab_cgroup_enter (m->cgroup, m->init_pid, err) < 0)
 	    || (m->rlimits && apply_rlimits (m, err) < 0))
 		return start_failed (m, err);
 	go = AB_NATIVE_GO_READY;

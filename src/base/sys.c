@@ -97,6 +97,25 @@ ab_sys_clone_fork (unsigned long flags)
 	return (pid_t)syscall (__NR_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
 }
 
+/* struct clone_args of <linux/sched.h> up to `cgroup` (CLONE_ARGS_SIZE_VER2);
+ * that header clashes with glibc's <sched.h>. */
+struct ab_clone_args_s {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size, cgroup;
+};
+#define AB_CLONE_INTO_CGROUP 0x200000000ULL
+
+pid_t
+ab_sys_clone_into_cgroup (unsigned long flags, int cgroup_fd)
+{
+	struct ab_clone_args_s args = {
+		.flags = flags | AB_CLONE_INTO_CGROUP,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)cgroup_fd,
+	};
+	return (pid_t)syscall (__NR_clone3, &args, sizeof args);
+}
+
 int
 ab_termination_signalfd (void)
 {

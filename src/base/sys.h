@@ -27,6 +27,11 @@ int ab_sys_landlock_add_rule (int ruleset_fd, int rule_type, const void *rule_at
 int ab_sys_landlock_restrict_self (int ruleset_fd, uint32_t flags);
 /* clone(2) without a new stack: returns twice like fork(2). */
 pid_t ab_sys_clone_fork (unsigned long flags);
+/* The same through clone3(2) with CLONE_INTO_CGROUP (Linux 5.7): the child
+ * starts in the cgroup2 directory cgroup_fd, without the attach (and its
+ * RCU grace period) a move after the fork costs.  -1 with errno ENOSYS,
+ * E2BIG or EINVAL where the kernel has no such clone3. */
+pid_t ab_sys_clone_into_cgroup (unsigned long flags, int cgroup_fd);
 
 /* Field 22 of /proc/PID/stat (start time in clock ticks since boot): with
  * the pid, names one process for its whole life; 0 when it is gone. */

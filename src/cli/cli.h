@@ -12,6 +12,11 @@
 #define AB_EXIT_NOT_FOUND   127
 
 int ab_cmd_run (int argc, char **argv);
+/* `agentbox run` in the lean entry (cli/main.c): runs a plain native
+ * one-shot sandbox, or returns AB_RUN_NOT_LEAN before anything started
+ * when the full program (build/agentbox-full) must run it. */
+#define AB_RUN_NOT_LEAN (-1)
+int ab_cmd_run_lean (int argc, char **argv);
 int ab_cmd_doctor (int argc, char **argv);
 /* `agentbox image ...`: argv[0] is "image". */
 int ab_cmd_image (int argc, char **argv);

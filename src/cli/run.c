@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/native.h"
 #include "base/cleanup.h"
 #include "base/fsutil.h"
 #include "base/sys.h"
@@ -143,8 +144,9 @@ write_json_result (const char *path, int code, int sig, const struct ab_run_outc
 
 /* The host-side services behind the agent's listeners. */
 struct services_s {
-	ab_egress_relay_t *egress; /* --network proxy: 127.0.0.1:3128 */
-	ab_cred_relay_t *cred;     /* --credential: 127.0.0.1:8288 */
+	struct ab_cred_config_s *creds; /* until start takes it */
+	ab_egress_relay_t *egress;      /* --network proxy: 127.0.0.1:3128 */
+	ab_cred_relay_t *cred;          /* --credential: 127.0.0.1:8288 */
 };
 
 static void
@@ -160,12 +162,15 @@ route_conn (void *ctx, uint16_t port, int fd)
 		close (fd);
 }
 
-/* Threads only now, after every fork of the sandbox (SECURITY.md 12).
- * Takes the credential configuration's reference. */
+/* Threads only now, after every fork of the sandbox (SECURITY.md 12). */
 static int
-start_services (const struct ab_spec_s *spec, const char *id, struct ab_cred_config_s *creds,
-                struct services_s *s, struct ab_run_io_s *io, ab_error_t *err)
+start_services (void *ctx, const struct ab_spec_s *spec, const char *id, struct ab_run_io_s *io,
+                ab_error_t *err)
 {
+	struct services_s *s = ctx;
+	struct ab_cred_config_s *creds = s->creds;
+
+	s->creds = NULL; /* ab_cred_relay_start takes the reference */
 	if (creds) {
 		if (!(s->cred = ab_cred_relay_start (creds, err)))
 			return -1;
@@ -179,6 +184,17 @@ start_services (const struct ab_spec_s *spec, const char *id, struct ab_cred_con
 	io->conn = route_conn;
 	io->conn_ctx = s;
 	return 0;
+}
+
+static void
+stop_services (void *ctx)
+{
+	struct services_s *s = ctx;
+
+	ab_egress_relay_stop (s->egress);
+	ab_cred_relay_stop (s->cred);
+	s->egress = NULL;
+	s->cred = NULL;
 }
 
 static bool
@@ -294,10 +310,22 @@ finish_run (const struct ab_spec_s *spec, const struct ab_run_outcome_s *out,
 	return code;
 }
 
+/* Host services a one-shot sandbox needs (the egress and credential
+ * relays): started after create, stopped before destroy.  The lean entry
+ * passes none, so it never links the relays' TLS and event libraries. */
+struct oneshot_services_s {
+	int (*start) (void *ctx, const struct ab_spec_s *spec, const char *id,
+	              struct ab_run_io_s *io, ab_error_t *err);
+	void (*stop) (void *ctx);
+	void *ctx;
+};
+
+/* A protocol v1 backend: the command runs through the sandbox's agent
+ * as its one process, over the door create hands back. */
 static int
-run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error_t *err)
+run_oneshot (const struct ab_backend_ops_s *backend, struct ab_spec_s *spec,
+             const struct oneshot_services_s *svc, ab_error_t *err)
 {
-	const struct ab_backend_ops_s *backend = ab_backend_select (spec->backend, err);
 	struct ab_sandbox_exit_s ex = { 0 };
 	struct ab_run_outcome_s out = { 0 };
 	struct stdio_plan_s plan;
@@ -305,36 +333,24 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	struct ab_sandbox_s sb;
 	bool tty = want_tty (spec);
 	uint64_t t0 = ab_mono_ms ();
-	int r;
+	int r = 0;
 	ab_error_t derr = AB_ERROR_INIT;
 
-	struct services_s services = { 0 };
-
-	/* AGENTBOX_RUN_SERVICE=1 takes the protocol v2 path on any backend
-	 * (the tests use it to cover that path on native). */
-	if (backend
-	    && (!(backend->features & AB_BACKEND_ONESHOT) || getenv ("AGENTBOX_RUN_SERVICE"))) {
-		if (run_in_service_sandbox (backend, spec, creds, &out, &ex, err) < 0)
-			return -1;
-		return finish_run (spec, &out, &ex, t0, err);
-	}
-	if (!backend || plan_stdio (tty, &plan, err) < 0
-	    || backend->create (spec, plan.sandbox, &sb, err) < 0) {
-		ab_cred_config_unref (creds);
+	if (plan_stdio (tty, &plan, err) < 0 || backend->create (spec, plan.sandbox, &sb, err) < 0)
 		return -1;
-	}
 	for (int i = 0; i < 3; i++)
 		if (plan.close_after_create[i] >= 0)
 			close (plan.close_after_create[i]);
 	build_exec (spec, tty, &exec);
-	r = start_services (spec, sb.id, creds, &services, &plan.io, err);
+	if (svc)
+		r = svc->start (svc->ctx, spec, sb.id, &plan.io, err);
 	if (r == 0) {
 		/* Only now: the sandbox, already started, must not inherit it. */
 		signal (SIGPIPE, SIG_IGN);
 		r = ab_run_session (sb.agent_fd, &exec, &plan.io, &out, err);
 	}
-	ab_egress_relay_stop (services.egress);
-	ab_cred_relay_stop (services.cred);
+	if (svc)
+		svc->stop (svc->ctx);
 	for (size_t i = 0; i < exec.n_rw_paths; i++)
 		free (exec.rw_paths[i]);
 	free (exec.rw_paths);
@@ -347,6 +363,34 @@ run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error
 	if (r < 0)
 		return -1;
 	return finish_run (spec, &out, &ex, t0, err);
+}
+
+static int
+run_in_sandbox (struct ab_spec_s *spec, struct ab_cred_config_s *creds, ab_error_t *err)
+{
+	const struct ab_backend_ops_s *backend = ab_backend_select (spec->backend, err);
+	struct ab_sandbox_exit_s ex = { 0 };
+	struct ab_run_outcome_s out = { 0 };
+	struct services_s services = { .creds = creds };
+	struct oneshot_services_s svc = { start_services, stop_services, &services };
+	uint64_t t0 = ab_mono_ms ();
+	int r;
+
+	if (!backend) {
+		ab_cred_config_unref (creds);
+		return -1;
+	}
+	/* AGENTBOX_RUN_SERVICE=1 takes the protocol v2 path on any backend
+	 * (the tests use it to cover that path on native). */
+	if (!(backend->features & AB_BACKEND_ONESHOT) || getenv ("AGENTBOX_RUN_SERVICE")) {
+		if (run_in_service_sandbox (backend, spec, creds, &out, &ex, err) < 0)
+			return -1;
+		return finish_run (spec, &out, &ex, t0, err);
+	}
+	r = run_oneshot (backend, spec, &svc, err);
+	if (services.creds) /* create failed before the relay took it */
+		ab_cred_config_unref (services.creds);
+	return r;
 }
 
 /* A bad policy file or pattern is an error before anything starts. */
@@ -412,6 +456,41 @@ ab_cmd_run (int argc, char **argv)
 	}
 	if (holder)
 		ab_image_lease_release (state, holder);
+	ab_spec_free (&spec);
+	return code;
+}
+
+/* Whether the lean entry (cli/main.c) runs this spec itself: the native
+ * backend, asked for by name, with nothing that needs the image store,
+ * the egress or credential relays, or protocol v2 (their libraries are
+ * not in that binary).  Anything else goes to the full program, which
+ * parses the same arguments again. */
+static bool
+lean_enough (const struct ab_spec_s *spec)
+{
+	return strcmp (spec->backend, ab_backend_native.name) == 0 && !spec->image
+	       && !spec->credentials && spec->network != AB_NETWORK_PROXY
+	       && !getenv ("AGENTBOX_RUN_SERVICE");
+}
+
+int
+ab_cmd_run_lean (int argc, char **argv)
+{
+	struct ab_spec_s spec;
+	ab_error_t err = AB_ERROR_INIT;
+	int code = AB_RUN_NOT_LEAN;
+
+	ab_spec_init (&spec);
+	/* A parse error too is the full program's to report (--pool, for
+	 * one, is not a run option: ab_cmd_run takes it first). */
+	if (ab_run_parse_options (argc, argv, &spec, &err) == 0 && lean_enough (&spec)) {
+		code = run_oneshot (&ab_backend_native, &spec, NULL, &err);
+		if (code < 0) {
+			ab_cli_report (&err);
+			code = AB_EXIT_FAILED;
+		}
+	}
+	ab_error_clear (&err);
 	ab_spec_free (&spec);
 	return code;
 }

@@ -826,6 +826,51 @@ ab_cgroup_enter (ab_cgroup_t *cg, pid_t pid, ab_error_t *err)
 	return 0;
 }
 
+void
+ab_cgroup_join_release (struct ab_cgroup_join_s *j)
+{
+	for (size_t i = 0; i < j->n_tasks; i++)
+		close (j->tasks[i]);
+	j->n_tasks = 0;
+}
+
+int
+ab_cgroup_join_prepare (ab_cgroup_t *cg, struct ab_cgroup_join_s *j, ab_error_t *err)
+{
+	j->clone_into = -1;
+	j->n_tasks = 0;
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		const struct ab_cg_dir_s *d = &cg->dirs[i];
+		int fd;
+		if (cg->layout->hier[d->hier].v2) {
+			j->clone_into = d->fd;
+			continue;
+		}
+		if (j->n_tasks == AB_CGROUP_MAX_TASKS_FDS
+		    || (fd = openat (d->fd, "tasks", O_WRONLY | O_CLOEXEC)) < 0) {
+			int e = errno;
+			ab_cgroup_join_release (j);
+			return ab_error (err, e, AB_E_SYSTEM, "open %s/tasks", d->path);
+		}
+		j->tasks[j->n_tasks++] = fd;
+	}
+	return 0;
+}
+
+int
+ab_cgroup_join_self (int *tasks, size_t n_tasks, ab_error_t *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n_tasks; i++) {
+		if (r == 0 && write (tasks[i], "0", 1) != 1)
+			r = ab_error (err, errno, AB_E_SYSTEM, "join cgroup");
+		close (tasks[i]);
+		tasks[i] = -1;
+	}
+	return r;
+}
+
 int
 ab_cgroup_kill (ab_cgroup_t *cg, ab_error_t *err)
 {

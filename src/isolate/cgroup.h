@@ -82,6 +82,30 @@ int ab_cgroup_create_at (const char *id, const char *path, const struct ab_limit
  * before the move. */
 int ab_cgroup_enter (ab_cgroup_t *cg, pid_t pid, ab_error_t *err);
 
+/* Joining a group at a sandbox's birth without paying an RCU grace period
+ * on the start path.  Moving a process by pid (cgroup.procs) takes the
+ * global cgroup_threadgroup_rwsem for writing, whose rcu_sync costs one
+ * grace period: several ms, most of a one-shot start on cgroup v1.  Two
+ * moves skip that lock: a cgroup2 group is entered at fork by clone3
+ * CLONE_INTO_CGROUP (Linux 5.7; only the read side), and on v1 a
+ * single-threaded process moves itself by writing "0" to the group's
+ * `tasks` (one thread, current: Linux 6.0, "cgroup: Optimize single
+ * thread migration"; older kernels take the lock, as the pid write does).
+ * The v1 check of that write uses the credentials the file was opened
+ * with (kernel/cgroup/cgroup-v1.c), so the caller opens `tasks` and the
+ * child, already in its user namespace, writes through the inherited fd. */
+#define AB_CGROUP_MAX_TASKS_FDS 6
+struct ab_cgroup_join_s {
+	int clone_into; /* cgroup2 dir for CLONE_INTO_CGROUP (borrowed), or -1 */
+	int tasks[AB_CGROUP_MAX_TASKS_FDS]; /* v1 `tasks`, O_WRONLY | O_CLOEXEC */
+	size_t n_tasks;
+};
+int ab_cgroup_join_prepare (ab_cgroup_t *cg, struct ab_cgroup_join_s *j, ab_error_t *err);
+/* In the single-threaded child: write "0" to every tasks fd, closing each. */
+int ab_cgroup_join_self (int *tasks, size_t n_tasks, ab_error_t *err);
+/* The caller's copies of the tasks fds (after the fork). */
+void ab_cgroup_join_release (struct ab_cgroup_join_s *j);
+
 /* Kill every process in the group (cgroup.kill on v2 and hybrid; freeze,
  * kill, thaw on v1).  With cgroup.kill it returns once the signals are
  * sent; otherwise once the group is empty (at most 2 s, else an error). */

@@ -224,7 +224,8 @@ assert_sandbox_gone() {
 	# test's own directory stay reachable.
 	local bin="$BATS_TEST_TMPDIR/bin" f
 	mkdir -p "$bin"
-	for f in "$AGENTBOX" "$AGENT_BIN" "$(dirname "$AGENTBOX")/agentbox-statx-shim.so"; do
+	for f in "$AGENTBOX" "$(dirname "$AGENTBOX")/agentbox-full" "$AGENT_BIN" \
+		"$(dirname "$AGENTBOX")/agentbox-statx-shim.so"; do
 		[ -e "$f" ] && cp "$f" "$bin/"
 	done
 	run -0 timeout -k 2 60 unshare -m --propagation private bash -euc "$script" _ "$BATS_TEST_TMPDIR" "$bin/agentbox"

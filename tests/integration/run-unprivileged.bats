@@ -17,7 +17,8 @@ setup() {
 	mkdir -p "$U/tmp"
 	cp "$AGENTBOX" "$U/agentbox"
 	cp "$(dirname "$AGENTBOX")/agentbox-agent" "$U/agentbox-agent"
-	chmod 0755 "$U" "$U/agentbox" "$U/agentbox-agent"
+	cp "$(dirname "$AGENTBOX")/agentbox-full" "$U/agentbox-full"
+	chmod 0755 "$U" "$U/agentbox" "$U/agentbox-agent" "$U/agentbox-full"
 	chmod 0777 "$U/tmp"
 	local d="$BATS_TEST_TMPDIR"
 	while [ "$d" != / ] && [ "$d" != "$(dirname "$BATS_RUN_TMPDIR")" ]; do

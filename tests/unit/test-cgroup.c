@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "base/sys.h"
 #include "isolate/cgroup-internal.h"
 
 #ifndef CGROUP_SUPER_MAGIC
@@ -797,6 +798,52 @@ test_kill (void **state)
 	kill_test ("kill", 0, NULL);
 }
 
+/* The sandbox's way in (ab_cgroup_join_s): born in the cgroup2 group by
+ * clone3 CLONE_INTO_CGROUP, into the v1 groups by writing "0" to their
+ * tasks itself; then in every group of cg, and its children with it. */
+static void
+test_join_at_birth (void **state)
+{
+	struct ab_limits_s lim = { .memory_bytes = 256 * MiB, .pids = 64 };
+	struct ab_cgroup_join_s join;
+	ab_error_t err = AB_ERROR_INIT;
+	ab_cgroup_t *cg;
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (!need_root ())
+		skip ();
+	cg = create_or_fail ("join", &lim, 0, NULL);
+	if (ab_cgroup_join_prepare (cg, &join, &err) < 0)
+		fail_msg ("join_prepare: %s", err.msg);
+	assert_true (join.clone_into >= 0 || join.n_tasks > 0);
+	assert_int_equal (pipe2 (ready, O_CLOEXEC), 0);
+	pid = join.clone_into >= 0 ? ab_sys_clone_into_cgroup (0, join.clone_into) : fork ();
+	assert_true (pid >= 0);
+	if (pid == 0) {
+		close (ready[0]);
+		if (ab_cgroup_join_self (join.tasks, join.n_tasks, &err) < 0)
+			_exit (102);
+		if (write (ready[1], "j", 1) != 1)
+			_exit (103);
+		for (;;)
+			pause ();
+	}
+	track_pid (pid);
+	ab_cgroup_join_release (&join);
+	assert_int_equal (join.n_tasks, 0);
+	close (ready[1]);
+	assert_int_equal (read (ready[0], &c, 1), 1);
+	close (ready[0]);
+	assert_in_group (pid, cg);
+	if (ab_cgroup_kill (cg, &err) < 0)
+		fail_msg ("kill: %s", err.msg);
+	assert_killed (pid);
+	destroy_and_check_gone (cg);
+	reap_all ();
+}
+
 /* A fork bomb held by pids.max: every process dies, none escapes. */
 static void
 bomb_test (const char *what, unsigned flags, bool explicit_kill)
@@ -1088,6 +1135,7 @@ main (void)
 		cmocka_unit_test_teardown (test_oom, teardown_real),
 		cmocka_unit_test_teardown (test_conflict_and_reuse, teardown_real),
 		cmocka_unit_test_teardown (test_sweep, teardown_real),
+		cmocka_unit_test_teardown (test_join_at_birth, teardown_real),
 	};
 
 	/* Grandchildren of killed children come back to us to be reaped. */
