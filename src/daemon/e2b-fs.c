@@ -44,7 +44,7 @@ base_name (const char *path)
 	return s && s[1] ? s + 1 : s ? "/" : path;
 }
 
-static json_t *
+json_t *
 ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st)
 {
 	char perm[11], mtime[AB_UTC_MS_LEN], size[24];

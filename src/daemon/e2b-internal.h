@@ -7,7 +7,7 @@
  *   e2b-process.c  envd's process.Process service
  *   e2b-fs.c       envd's filesystem.Filesystem service and EntryInfo
  *   e2b-files.c    envd's GET and POST /files
- *   e2b-watch.c    directory watches (polled snapshots)
+ *   e2b-watch.c    directory watches (the agent's inotify watches)
  *   e2b-preview.c  <port>-<id>.<domain> previews over the port relay */
 #ifndef AB_DAEMON_E2B_INTERNAL_H
 #define AB_DAEMON_E2B_INTERNAL_H
@@ -83,6 +83,8 @@ unsigned ab_e2b_keepalive_s (const struct ab_e2b_call_s *call);
 void ab_e2b_process (struct ab_e2b_call_s *call);
 void ab_e2b_filesystem (struct ab_e2b_call_s *call);
 void ab_e2b_files (struct ab_e2b_call_s *call);
+/* e2b-fs.c: an EntryInfo of path. */
+json_t *ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st);
 /* e2b-watch.c, with the message read: WatchDir (a stream) and the
  * CreateWatcher, GetWatcherEvents, RemoveWatcher calls. */
 void ab_e2b_watch_dir (struct ab_e2b_call_s *call);

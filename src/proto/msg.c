@@ -102,6 +102,7 @@ static const struct field_s fields[AB_TAG_MAX_] = {
 	[AB_TAG_MORE] = BOOL (more),
 	[AB_TAG_CONN] = U32 (conn),
 	[AB_TAG_EGRESS_STREAM] = BOOL (egress_stream),
+	[AB_TAG_EVENT] = { F_U32, 0, OFF (event), 0, AB_WIRE_WATCH_CHMOD },
 };
 
 #define B(t) (UINT64_C (1) << AB_TAG_##t)
@@ -137,6 +138,8 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_FILE_MKDIR, B (REQ_ID) | B (PATH), B (MODE) },
 	{ AB_MSG_FILE_REMOVE, B (REQ_ID) | B (PATH), B (RECURSIVE) },
 	{ AB_MSG_FILE_RENAME, B (REQ_ID) | B (PATH) | B (TO), 0 },
+	{ AB_MSG_FILE_WATCH, B (REQ_ID) | B (PATH) | B (CHANNEL), B (RECURSIVE) },
+	{ AB_MSG_WATCH_EVENT, B (EVENT) | B (NAME), B (FTYPE) },
 	{ AB_MSG_PORT_OPEN, B (REQ_ID) | B (PORT) | B (CHANNEL), 0 },
 	{ AB_MSG_EGRESS_LISTEN, B (REQ_ID) | B (PORT), B (EGRESS_STREAM) | B (TIMEOUT_MS) },
 	{ AB_MSG_EGRESS_READY, B (PORT) | B (CONN), 0 },

@@ -33,6 +33,7 @@ struct ab_msg_s {
 	uint32_t rows, cols, mode, ftype, bytes, wait_status, exec_errno, landlock_abi, port;
 	bool tty, stdin_open, recursive, running, timed_out, configured, more;
 	uint32_t conn;      /* TAG_CONN */
+	uint32_t event;     /* TAG_EVENT */
 	bool egress_stream; /* TAG_EGRESS_STREAM */
 	uint64_t timeout_ms, grace_ms, nofile, size, started_ms;
 	int64_t mtime_ms;

@@ -30,6 +30,7 @@ typedef struct ab_agent_conn_s ab_agent_conn_t;
 #define AB_AGENT_FEATURE_PORT          (1U << 2)
 #define AB_AGENT_FEATURE_EGRESS_FD     (1U << 3)
 #define AB_AGENT_FEATURE_EGRESS_STREAM (1U << 4) /* EGRESS_READY / EGRESS_OPEN */
+#define AB_AGENT_FEATURE_WATCH         (1U << 5) /* FILE_WATCH (inotify) */
 
 /* What the agent said in its HELLO. */
 struct ab_agent_info_s {
@@ -213,6 +214,37 @@ int ab_agent_file_mkdir (ab_agent_conn_t *c, const char *path, uint32_t mode, ab
 /* Never follows symlinks: a symlink is removed, not its target. */
 int ab_agent_file_remove (ab_agent_conn_t *c, const char *path, bool recursive, ab_error_t *err);
 int ab_agent_file_rename (ab_agent_conn_t *c, const char *from, const char *to, ab_error_t *err);
+
+/* --- directory watches (agent-client-watch.c) ----------------------------
+ * inotify in the agent on a directory (and, recursive, its whole tree),
+ * streamed on a channel of this connection.  Names are relative to the
+ * watched directory; a rename is RENAME (old name) then CREATE (new name).
+ * The agent bounds a watch (directories, depth, events the caller has not
+ * taken yet): past a bound, or when the watched directory goes, the next
+ * call fails with AB_E_LIMIT (events were lost) or AB_E_NOT_FOUND. */
+
+typedef enum {
+	AB_AGENT_WATCH_CREATE = 1,
+	AB_AGENT_WATCH_WRITE,
+	AB_AGENT_WATCH_REMOVE,
+	AB_AGENT_WATCH_RENAME,
+	AB_AGENT_WATCH_CHMOD,
+} ab_agent_watch_op;
+
+struct ab_agent_watch_event_s {
+	ab_agent_watch_op op;
+	const char *name; /* valid until the next call on c */
+	bool is_dir;
+};
+
+/* AB_E_INVALID when path is not a directory; *watch names it on c. */
+int ab_agent_watch_start (ab_agent_conn_t *c, const char *path, bool recursive, uint32_t *watch,
+                          ab_error_t *err);
+/* 1 with an event, 0 when timeout_ms (-1 = forever) passed, -1 on error. */
+int ab_agent_watch_next (ab_agent_conn_t *c, uint32_t watch, struct ab_agent_watch_event_s *ev,
+                         int timeout_ms, ab_error_t *err);
+/* Stop the watch (the agent drops its inotify watches). */
+int ab_agent_watch_stop (ab_agent_conn_t *c, uint32_t watch, ab_error_t *err);
 
 /* --- ports ---------------------------------------------------------------
  * A byte stream to 127.0.0.1:port inside the sandbox.  On success the

@@ -31,6 +31,13 @@ setup() {
 	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
 }
 
+@test "e2b: watchDir over inotify (every event type, recursive or not, renames, bounds)" {
+	run e2b_node watch
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
+}
+
 @test "e2b: lifecycle (connect, getInfo, metadata list, setTimeout, expiry, kill, isolation)" {
 	run e2b_node lifecycle
 	echo "$output"
