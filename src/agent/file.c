@@ -62,6 +62,21 @@ ab_stat_to_msg (const struct stat *st, struct ab_msg_s *m)
 	ab_msg_set (m, mode, AB_TAG_MODE, (uint32_t)(st->st_mode & 07777));
 	ab_msg_set (m, mtime_ms, AB_TAG_MTIME_MS,
 	            (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000);
+	ab_msg_set (m, uid, AB_TAG_UID, (uint32_t)st->st_uid);
+	ab_msg_set (m, gid, AB_TAG_GID, (uint32_t)st->st_gid);
+}
+
+/* A symlink's target into m->to (TAG_TO; the caller frees it). */
+static void
+link_target (int dir, const char *name, const struct stat *st, struct ab_msg_s *m)
+{
+	char buf[AB_MSG_MAX_PATH + 1];
+	ssize_t n;
+
+	if (!S_ISLNK (st->st_mode) || (n = readlinkat (dir, name, buf, sizeof buf - 1)) <= 0)
+		return;
+	buf[n] = '\0';
+	m->to = xstrdup (buf);
 }
 
 /* lstat semantics: a symlink is reported as one. */
@@ -85,12 +100,17 @@ op_stat (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 {
 	struct ab_msg_s ok;
 	struct stat st;
+	cleanup_close int parent = -1;
 
 	if (stat_path (p, m->path, &st, err) < 0)
 		return -1;
 	ab_msg_init (&ok, AB_MSG_OK);
 	ab_stat_to_msg (&st, &ok);
+	if (S_ISLNK (st.st_mode) && p->base
+	    && (parent = ab_fs_open_parent (p, m->path, &(ab_error_t)AB_ERROR_INIT)) >= 0)
+		link_target (parent, p->base, &st, &ok);
 	ab_session_ok (s, m->req_id, &ok);
+	free (ok.to);
 	return 0;
 }
 
@@ -118,8 +138,10 @@ listing_flush (struct ab_session_s *s, uint32_t req_id, struct listing_s *l, boo
 	if (more)
 		ab_msg_set (&ok, more, AB_TAG_MORE, true);
 	ab_session_ok (s, req_id, &ok);
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free (l->recs[i].name);
+		free (l->recs[i].to);
+	}
 	l->n = 0;
 }
 
@@ -132,8 +154,10 @@ listing_add (struct listing_s *l, DIR *d, const char *name)
 	ab_msg_init (r, AB_MSG_NESTED_ENTRY);
 	r->name = xstrdup (name);
 	/* Gone between readdir and stat: listed without details. */
-	if (fstatat (dirfd (d), name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if (fstatat (dirfd (d), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		ab_stat_to_msg (&st, r);
+		link_target (dirfd (d), name, &st, r);
+	}
 }
 
 /* Entries go out in parts of LIST_PART_ENTRIES (OK with MORE), so the
@@ -177,8 +201,10 @@ op_list (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 	l.recs = xcalloc (LIST_PART_ENTRIES, sizeof *l.recs);
 	r = list_dir (s, m, d, &l, err);
 	closedir (d);
-	for (size_t i = 0; i < l.n; i++)
+	for (size_t i = 0; i < l.n; i++) {
 		free (l.recs[i].name);
+		free (l.recs[i].to);
+	}
 	free (l.recs);
 	return r;
 }

@@ -7,6 +7,7 @@
  *   e2b-process.c  envd's process.Process service
  *   e2b-fs.c       envd's filesystem.Filesystem service and EntryInfo
  *   e2b-files.c    envd's GET and POST /files
+ *   e2b-names.c    owner and group names from the sandbox's own files
  *   e2b-watch.c    directory watches (the agent's inotify watches)
  *   e2b-preview.c  <port>-<id>.<domain> previews over the port relay */
 #ifndef AB_DAEMON_E2B_INTERNAL_H
@@ -83,8 +84,19 @@ unsigned ab_e2b_keepalive_s (const struct ab_e2b_call_s *call);
 void ab_e2b_process (struct ab_e2b_call_s *call);
 void ab_e2b_filesystem (struct ab_e2b_call_s *call);
 void ab_e2b_files (struct ab_e2b_call_s *call);
-/* e2b-fs.c: an EntryInfo of path. */
-json_t *ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st);
+/* e2b-names.c: the sandbox's names of its uids and gids (its own
+ * /etc/passwd and /etc/group, read through c once, when first needed). */
+struct ab_e2b_names_s {
+	ab_agent_conn_t *c;
+	bool loaded;
+	char *passwd, *group;
+};
+/* The name of id, or the number as a string. */
+json_t *ab_e2b_id_name (struct ab_e2b_names_s *n, bool group, uint32_t id);
+void ab_e2b_names_free (struct ab_e2b_names_s *n);
+/* e2b-fs.c: an EntryInfo of path (target: a symlink's, or NULL). */
+json_t *ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *target,
+                      struct ab_e2b_names_s *names);
 /* e2b-watch.c, with the message read: WatchDir (a stream) and the
  * CreateWatcher, GetWatcherEvents, RemoveWatcher calls. */
 void ab_e2b_watch_dir (struct ab_e2b_call_s *call);

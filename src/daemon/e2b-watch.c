@@ -42,18 +42,19 @@ type_name (ab_agent_watch_op op)
  * path's EntryInfo now, absent when it is already gone. */
 static json_t *
 event_json (ab_agent_conn_t *c, const char *dir, const struct ab_agent_watch_event_s *ev,
-            bool with_entry)
+            bool with_entry, struct ab_e2b_names_s *names)
 {
 	json_t *e = json_pack ("{s:s, s:s}", "name", ev->name, "type", type_name (ev->op));
 	cleanup_free char *path = NULL;
+	cleanup_free char *target = NULL;
 	struct ab_agent_stat_s st;
 	ab_error_t err = AB_ERROR_INIT;
 
 	if (!with_entry || ev->op == AB_AGENT_WATCH_REMOVE || ev->op == AB_AGENT_WATCH_RENAME)
 		return e;
 	path = xasprintf ("%s%s%s", dir, dir[strlen (dir) - 1] == '/' ? "" : "/", ev->name);
-	if (ab_agent_file_stat (c, path, &st, &err) == 0)
-		json_object_set_new (e, "entry", ab_e2b_entry (path, &st));
+	if (ab_agent_file_stat_target (c, path, &st, &target, &err) == 0)
+		json_object_set_new (e, "entry", ab_e2b_entry (path, &st, target, names));
 	return e;
 }
 
@@ -99,11 +100,13 @@ ab_e2b_watch_dir (struct ab_e2b_call_s *call)
 	bool with_entry = json_is_true (json_object_get (call->msg, "includeEntry"));
 	uint64_t keep_ms = (uint64_t)ab_e2b_keepalive_s (call) * 1000, quiet = 0;
 	uint32_t watch;
+	struct ab_e2b_names_s names = { 0 };
 
 	if (watch_begin (call, &c, &path, &watch, &err) < 0) {
 		ab_e2b_fail_err (call, &err);
 		return;
 	}
+	names.c = c;
 	if (ab_e2b_stream_begin (call) < 0
 	    || ab_e2b_stream_msg (call, json_pack ("{s:{}}", "start")) < 0)
 		goto out;
@@ -128,12 +131,14 @@ ab_e2b_watch_dir (struct ab_e2b_call_s *call)
 			continue;
 		}
 		quiet = 0;
-		if (ab_e2b_stream_msg (call, json_pack ("{s:o}", "filesystem",
-		                                        event_json (c, path, &ev, with_entry)))
+		if (ab_e2b_stream_msg (call,
+		                       json_pack ("{s:o}", "filesystem",
+		                                  event_json (c, path, &ev, with_entry, &names)))
 		    < 0)
 			break;
 	}
 out:
+	ab_e2b_names_free (&names);
 	ab_agent_close (c); /* the agent drops the watch with the session */
 }
 
@@ -216,14 +221,17 @@ create_watcher (struct ab_e2b_call_s *call)
 static int
 drain (struct watcher_s *w, json_t *evs, ab_error_t *err)
 {
+	struct ab_e2b_names_s names = { .c = w->c };
+	int rc = 0;
+
 	while (json_array_size (evs) < MAX_BATCH) {
 		struct ab_agent_watch_event_s ev;
-		int rc = ab_agent_watch_next (w->c, w->watch, &ev, 0, err);
-		if (rc <= 0)
-			return rc;
-		json_array_append_new (evs, event_json (w->c, w->path, &ev, w->with_entry));
+		if ((rc = ab_agent_watch_next (w->c, w->watch, &ev, 0, err)) <= 0)
+			break;
+		json_array_append_new (evs, event_json (w->c, w->path, &ev, w->with_entry, &names));
 	}
-	return 0;
+	ab_e2b_names_free (&names);
+	return rc < 0 ? -1 : 0;
 }
 
 static void

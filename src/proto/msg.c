@@ -116,7 +116,7 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_HELLO, B (VERSION), B (FEATURES) | B (LANDLOCK_ABI) | B (CONFIGURED) },
 	{ AB_MSG_OK, B (REQ_ID),
 	  B (PID) | B (SIZE) | B (MODE) | B (FTYPE) | B (MTIME_MS) | B (ENTRY) | B (PROC) | B (MORE)
-	          | B (LANDLOCK_ABI) | B (BYTES) | B (PORT) },
+	          | B (LANDLOCK_ABI) | B (BYTES) | B (PORT) | B (UID) | B (GID) | B (TO) },
 	{ AB_MSG_FAIL, B (REQ_ID) | B (CODE), B (ERRNO) | B (MESSAGE) },
 	{ AB_MSG_CONFIG, B (REQ_ID), B (ROOT) | B (RW_PATH) | B (NOFILE) | B (UID) | B (GID) },
 	{ AB_MSG_WINDOW, B (BYTES), 0 },
@@ -147,7 +147,8 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_EGRESS_CONN, 0, 0 },
 	{ AB_MSG_SHUTDOWN, B (REQ_ID), B (GRACE_MS) },
 	{ AB_MSG_PING, B (REQ_ID), 0 },
-	{ AB_MSG_NESTED_ENTRY, B (NAME), B (FTYPE) | B (SIZE) | B (MODE) | B (MTIME_MS) },
+	{ AB_MSG_NESTED_ENTRY, B (NAME),
+	  B (FTYPE) | B (SIZE) | B (MODE) | B (MTIME_MS) | B (UID) | B (GID) | B (TO) },
 	{ AB_MSG_NESTED_PROC, B (PID),
 	  B (ARG) | B (RUNNING) | B (TTY) | B (WAIT_STATUS) | B (TIMED_OUT) | B (EXEC_ERRNO)
 	          | B (STARTED_MS) },

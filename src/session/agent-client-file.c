@@ -17,6 +17,9 @@ stat_from (const struct ab_msg_s *m, struct ab_agent_stat_s *st)
 	st->size = m->size;
 	st->mode = m->mode;
 	st->mtime_ms = m->mtime_ms;
+	st->has_ids = ab_msg_has (m, AB_TAG_UID) && ab_msg_has (m, AB_TAG_GID);
+	st->uid = m->uid;
+	st->gid = m->gid;
 }
 
 static void
@@ -197,17 +200,30 @@ ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_age
 /* ---- one-shot calls --------------------------------------------------------------- */
 
 int
-ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
-                    ab_error_t *err)
+ab_agent_file_stat_target (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                           char **target, ab_error_t *err)
 {
 	struct ab_msg_s m, reply;
 
+	if (target)
+		*target = NULL;
 	path_msg (&m, AB_MSG_FILE_STAT, path);
 	if (ab_ac_call (c, &m, &reply, err) < 0)
 		return -1;
 	stat_from (&reply, out);
+	if (target) {
+		*target = reply.to;
+		reply.to = NULL;
+	}
 	ab_msg_free (&reply);
 	return 0;
+}
+
+int
+ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                    ab_error_t *err)
+{
+	return ab_agent_file_stat_target (c, path, out, NULL, err);
 }
 
 struct dirents_s {
@@ -228,7 +244,8 @@ add_entries (void *ctx, struct ab_msg_s *reply)
 		struct ab_agent_dirent_s *d = &(*v)[(*n)++];
 		stat_from (&reply->entries[i], &d->st);
 		d->name = reply->entries[i].name;
-		reply->entries[i].name = NULL;
+		d->target = reply->entries[i].to;
+		reply->entries[i].name = reply->entries[i].to = NULL;
 	}
 }
 
@@ -254,8 +271,10 @@ ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_dirent
 void
 ab_agent_dirents_free (struct ab_agent_dirent_s *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free (v[i].name);
+		free (v[i].target);
+	}
 	free (v);
 }
 

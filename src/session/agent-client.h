@@ -176,13 +176,16 @@ typedef enum {
 struct ab_agent_stat_s {
 	ab_agent_file_type type;
 	uint64_t size;
-	uint32_t mode;    /* permission bits (07777) */
-	int64_t mtime_ms; /* Unix time in ms */
+	uint32_t mode;     /* permission bits (07777) */
+	int64_t mtime_ms;  /* Unix time in ms */
+	bool has_ids;      /* uid and gid said (an agent that does not say: false) */
+	uint32_t uid, gid; /* the owner as the sandbox sees it */
 };
 
 struct ab_agent_dirent_s {
 	char *name;
 	struct ab_agent_stat_s st; /* of the entry itself (symlinks not followed) */
+	char *target;              /* a symlink's target, else NULL */
 };
 
 /* Called once before any data with the file's stat (may be NULL), then
@@ -209,6 +212,10 @@ int ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_di
 void ab_agent_dirents_free (struct ab_agent_dirent_s *v, size_t n);
 int ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
                         ab_error_t *err);
+/* The same, and a symlink's target in *target (a new string; NULL for
+ * anything else). */
+int ab_agent_file_stat_target (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                               char **target, ab_error_t *err);
 /* mkdir -p; mode 0 = 0755.  An existing directory is success. */
 int ab_agent_file_mkdir (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_error_t *err);
 /* Never follows symlinks: a symlink is removed, not its target. */

@@ -1,6 +1,6 @@
 // files through the SDK: text and a 64 MiB binary both ways, list, exists,
 // getInfo, makeDir, rename, remove, several files at once, watchDir and
-// the polled watcher RPCs.
+// the watcher RPCs; owner, group, symlinkTarget.
 'use strict';
 const crypto = require('crypto');
 const { e2b, template, check, rejects, raw, main } = require('./common.js');
@@ -36,6 +36,20 @@ main(async () => {
   const link = await sbx.commands.run('ln -s /etc /workspace/etc-link && echo ok');
   check(link.stdout === 'ok\n', 'made a symlink out');
   await rejects(sbx.files.write('etc-link/planted', 'x'), null, 'a write through a symlink that leads out is refused');
+  // owner and group: the sandbox's own names (its /etc/passwd and
+  // /etc/group, as `stat` inside shows them); a symlink's target.
+  await sbx.files.write('owned.txt', 'o');
+  const ids = (await sbx.commands.run('stat -c "%U %G" owned.txt; stat -c "%U %G" /etc/passwd')).stdout.trim().split('\n');
+  const own = await sbx.files.getInfo('owned.txt');
+  check(`${own.owner} ${own.group}` === ids[0], `getInfo: owner and group as the sandbox names them (${own.owner} ${own.group})`);
+  const root = await sbx.files.getInfo('/etc/passwd');
+  check(`${root.owner} ${root.group}` === ids[1], `getInfo: a file of another owner (${root.owner} ${root.group}, stat: ${ids[1]})`);
+  const li = await sbx.files.getInfo('etc-link');
+  check(li.type === 'symlink' || li.symlinkTarget === '/etc', 'getInfo of a symlink');
+  check(li.symlinkTarget === '/etc', 'getInfo: symlinkTarget');
+  const lsl = (await sbx.files.list('.')).find((e) => e.name === 'etc-link');
+  check(lsl && lsl.symlinkTarget === '/etc' && lsl.owner === own.owner, 'list: symlinkTarget and owner');
+  check((await sbx.files.list('.')).find((e) => e.name === 'owned.txt').symlinkTarget === undefined, 'no symlinkTarget on a file');
   const events = [];
   const h = await sbx.files.watchDir('.', (ev) => events.push(ev), { recursive: true });
   const seen = async (name, type) => {
@@ -50,7 +64,7 @@ main(async () => {
   await h.stop();
   check(events.some((ev) => ev.name === 'deep/er/f.txt' && ev.type === e2b.FilesystemEventType.CREATE), 'watchDir (recursive) sees a create deep down');
   check(events.some((ev) => ev.name === 'watched.txt' && ev.type === e2b.FilesystemEventType.REMOVE), 'watchDir sees a remove');
-  // The polled watcher RPCs (the JS SDK does not call them): raw Connect.
+  // The watcher RPCs (the JS SDK does not call them): raw Connect.
   const rpc = async (m, body) => {
     const r = await raw('POST', '/filesystem.Filesystem/' + m, { 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': token, 'Content-Type': 'application/json' }, JSON.stringify(body));
     return { status: r.status, msg: JSON.parse(r.body.toString() || '{}') };
