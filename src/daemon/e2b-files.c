@@ -2,7 +2,10 @@
  * files (multipart/form-data, field `file`, the part's filename its path;
  * or an application/octet-stream body for ?path=), parents created, each
  * file streamed to the agent as it arrives (a 64 MiB upload costs one
- * buffer, not a copy).  Authorised by the sandbox's token or a v1_
+ * buffer, not a copy).  A `Content-Encoding: gzip` body is inflated as
+ * it is read, and --max-upload bounds what it inflates to: a gzip bomb
+ * ends in 413 at the limit, and the agent's write, cancelled, leaves no
+ * file (nor a part of one) behind.  Authorised by the sandbox's token or a v1_
  * signature made from it (the SDK's uploadUrl/downloadUrl). */
 #include "daemon/e2b-internal.h"
 
@@ -14,6 +17,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "base/base64.h"
 #include "base/cleanup.h"
@@ -144,10 +148,81 @@ struct mp_s {
 	size_t dlen;
 	uint8_t *buf;
 	size_t off, len;
-	bool eof;       /* the body is read whole */
-	bool part_done; /* the current part's delimiter was reached */
-	uint64_t max, total;
+	bool eof;            /* the body is read whole */
+	bool part_done;      /* the current part's delimiter was reached */
+	uint64_t max, total; /* total: body bytes as written (inflated) */
+	bool gzip;           /* Content-Encoding: gzip */
+	bool z_init, z_member_end;
+	z_stream z;
+	uint8_t *zin;
 };
+
+#define GZ_IN 65536
+
+/* Inflated bytes of a gzip body (several members are one stream, as
+ * gzip(1) reads them); 0 at its end. */
+static ssize_t
+gunzip_read (struct mp_s *m, void *buf, size_t cap, ab_error_t *err)
+{
+	uInt want = (uInt)(cap > GZ_IN ? GZ_IN : cap);
+	int zr;
+
+	if (!m->z_init) {
+		if (inflateInit2 (&m->z, 16 + MAX_WBITS) != Z_OK)
+			return ab_error (err, 0, AB_E_INTERNAL, "inflateInit2");
+		m->z_init = true;
+		m->zin = xmalloc (GZ_IN);
+	}
+	m->z.next_out = buf;
+	m->z.avail_out = want;
+	while (m->z.avail_out == want) {
+		if (m->z.avail_in == 0) {
+			ssize_t k = ab_http_io_body_read (m->r->io, m->zin, GZ_IN, err);
+			if (k < 0)
+				return -1;
+			if (k == 0 && m->z_member_end)
+				return 0;
+			if (k == 0)
+				return ab_error (err, 0, AB_E_INVALID, "the gzip body ends early");
+			m->z.next_in = m->zin;
+			m->z.avail_in = (uInt)k;
+		}
+		if (m->z_member_end) {
+			inflateReset (&m->z);
+			m->z_member_end = false;
+		}
+		zr = inflate (&m->z, Z_NO_FLUSH);
+		if (zr == Z_STREAM_END)
+			m->z_member_end = true;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR)
+			return ab_error (err, 0, AB_E_INVALID, "a bad gzip body: %s",
+			                 m->z.msg ? m->z.msg : "inflate failed");
+	}
+	return (ssize_t)(want - m->z.avail_out);
+}
+
+/* The next body bytes (inflated when gzip), counted against --max-upload. */
+static ssize_t
+body_read (struct mp_s *m, void *buf, size_t cap, ab_error_t *err)
+{
+	ssize_t n = m->gzip ? gunzip_read (m, buf, cap, err)
+	                    : ab_http_io_body_read (m->r->io, buf, cap, err);
+
+	if (n > 0 && m->max && (m->total += (uint64_t)n) > m->max)
+		return ab_error (err, E2BIG, AB_E_LIMIT,
+		                 "upload larger than %llu bytes%s (--max-upload)",
+		                 (unsigned long long)m->max, m->gzip ? " once decompressed" : "");
+	return n;
+}
+
+static void
+mp_end (struct mp_s *m)
+{
+	if (m->z_init)
+		inflateEnd (&m->z);
+	free (m->zin);
+	free (m->buf);
+}
 
 static int
 mp_fill (struct mp_s *m, ab_error_t *err)
@@ -161,16 +236,12 @@ mp_fill (struct mp_s *m, ab_error_t *err)
 	}
 	if (m->eof || m->len == MP_BUF)
 		return 0;
-	n = ab_http_io_body_read (m->r->io, m->buf + m->len, MP_BUF - m->len, err);
+	n = body_read (m, m->buf + m->len, MP_BUF - m->len, err);
 	if (n < 0)
 		return -1;
 	if (n == 0)
 		m->eof = true;
 	m->len += (size_t)n;
-	if (m->max && (m->total += (uint64_t)n) > m->max)
-		return ab_error (err, E2BIG, AB_E_LIMIT,
-		                 "upload larger than %llu bytes (--max-upload)",
-		                 (unsigned long long)m->max);
 	return 0;
 }
 
@@ -327,14 +398,7 @@ write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_
 static ssize_t
 raw_source (void *ctx, void *buf, size_t cap, ab_error_t *err)
 {
-	struct mp_s *m = ctx;
-	ssize_t n = ab_http_io_body_read (m->r->io, buf, cap, err);
-
-	if (n > 0 && m->max && (m->total += (uint64_t)n) > m->max)
-		return ab_error (err, E2BIG, AB_E_LIMIT,
-		                 "upload larger than %llu bytes (--max-upload)",
-		                 (unsigned long long)m->max);
-	return n;
+	return body_read (ctx, buf, cap, err);
 }
 
 static ssize_t
@@ -349,16 +413,16 @@ drain (struct mp_s *m, ab_error_t *err)
 }
 
 static int
-multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, json_t *out,
-           ab_error_t *err)
+multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, bool gzip,
+           json_t *out, ab_error_t *err)
 {
-	struct mp_s mp = { .r = call->r }, *m = &mp;
+	struct mp_s mp = { .r = call->r, .gzip = gzip }, *m = &mp;
 	int more = 0, rc = 0;
 	size_t files = 0;
 
 	m->max = call->r->d->cfg->max_upload;
 	if (mp_begin (m, err) < 0) {
-		free (m->buf);
+		mp_end (m);
 		return -1;
 	}
 	while (rc == 0 && (more = mp_after_delim (m, err)) == 1) {
@@ -390,7 +454,7 @@ multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, js
 	}
 	if (rc == 0 && more < 0)
 		rc = -1;
-	free (m->buf);
+	mp_end (m);
 	return rc;
 }
 
@@ -403,17 +467,32 @@ is_ctype (struct ab_req_s *r, const char *want)
 	return v && len >= strlen (want) && strncasecmp (v, want, strlen (want)) == 0;
 }
 
+/* Content-Encoding: none or identity (0), gzip (1), anything else (-1). */
+static int
+encoding (struct ab_req_s *r)
+{
+	size_t len;
+	const char *enc = ab_http_io_field (r->io, "content-encoding", &len);
+
+	if (!enc || (len == 8 && strncasecmp (enc, "identity", 8) == 0))
+		return 0;
+	if ((len == 4 && strncasecmp (enc, "gzip", 4) == 0)
+	    || (len == 6 && strncasecmp (enc, "x-gzip", 6) == 0))
+		return 1;
+	return -1;
+}
+
 static void
 files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	json_t *out = json_array ();
-	size_t len;
-	const char *enc = ab_http_io_field (call->r->io, "content-encoding", &len);
+	int gzip = encoding (call->r);
 	int rc;
 
-	if (enc && !(len == 8 && strncasecmp (enc, "identity", 8) == 0)) {
-		ab_e2b_api_fail (call->r, 415, "Content-Encoding %s is not accepted", "(gzip)");
+	if (gzip < 0) {
+		ab_e2b_api_fail (call->r, 415, "%s",
+		                 "Content-Encoding: only gzip (or identity) is accepted");
 		json_decref (out);
 		return;
 	}
@@ -422,13 +501,16 @@ files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 		return;
 	}
 	if (is_ctype (call->r, "multipart/form-data"))
-		rc = multipart (call, c, qpath, out, &err);
+		rc = multipart (call, c, qpath, gzip == 1, out, &err);
 	else if (!qpath)
 		rc = ab_error (&err, 0, AB_E_INVALID, "an octet-stream upload needs ?path=");
 	else {
-		struct mp_s m = { .r = call->r, .max = call->r->d->cfg->max_upload };
+		struct mp_s m = { .r = call->r,
+			          .max = call->r->d->cfg->max_upload,
+			          .gzip = gzip == 1 };
 		cleanup_free char *path = ab_e2b_path (call, qpath);
 		rc = write_one (call, c, path, raw_source, &m, out, &err);
+		mp_end (&m);
 	}
 	if (rc < 0)
 		fail_err (call->r, &err);

@@ -3,7 +3,8 @@
 // the watcher RPCs; owner, group, symlinkTarget.
 'use strict';
 const crypto = require('crypto');
-const { e2b, template, check, rejects, raw, main } = require('./common.js');
+const zlib = require('zlib');
+const { e2b, pkg, template, check, rejects, raw, main } = require('./common.js');
 const { Sandbox } = e2b;
 
 main(async () => {
@@ -50,6 +51,35 @@ main(async () => {
   const lsl = (await sbx.files.list('.')).find((e) => e.name === 'etc-link');
   check(lsl && lsl.symlinkTarget === '/etc' && lsl.owner === own.owner, 'list: symlinkTarget and owner');
   check((await sbx.files.list('.')).find((e) => e.name === 'owned.txt').symlinkTarget === undefined, 'no symlinkTarget on a file');
+  // gzip bodies (Content-Encoding: gzip; the SDK sends it from 2.51 with
+  // gzip: true), inflated as read; a gzip bomb stops at --max-upload
+  // (the test daemon's 256 MiB) and leaves nothing behind.
+  const token0 = sbx.envdAccessToken || sbx.envdApi?.accessToken || sbx.connectionConfig?.accessToken;
+  const post = (p, headers, body) => raw('POST', '/files?path=' + encodeURIComponent(p), Object.assign({ 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': token0, 'Content-Type': 'application/octet-stream' }, headers), body);
+  if (pkg === 'e2b-2-51') {
+    const text = 'gzipped '.repeat(10000);
+    await sbx.files.write('gz/sdk.txt', text, { gzip: true });
+    check(await sbx.files.read('gz/sdk.txt') === text, 'write with gzip: true (Content-Encoding: gzip)');
+  }
+  const two = Buffer.concat([zlib.gzipSync('one '), zlib.gzipSync('two')]);
+  check((await post('gz/two.txt', { 'Content-Encoding': 'gzip' }, two)).status === 200 && await sbx.files.read('gz/two.txt') === 'one two', 'a gzip body of two members is their concatenation');
+  const bad = await post('gz/bad.txt', { 'Content-Encoding': 'gzip' }, Buffer.from('not gzip at all'));
+  check(bad.status === 400 && /gzip/.test(bad.body.toString()) && !await sbx.files.exists('gz/bad.txt'), 'a body that is not gzip: 400, no file');
+  const cut = zlib.gzipSync(crypto.randomBytes(100000));
+  const short = await post('gz/short.txt', { 'Content-Encoding': 'gzip' }, cut.subarray(0, cut.length - 1000));
+  check(short.status === 400 && /ends early/.test(short.body.toString()) && !await sbx.files.exists('gz/short.txt'), 'a truncated gzip body: 400, no file');
+  check((await post('gz/br.txt', { 'Content-Encoding': 'br' }, Buffer.from('x'))).status === 415, 'another Content-Encoding: 415');
+  const gz = zlib.createGzip({ level: 1 });
+  const parts = [];
+  gz.on('data', (c) => parts.push(c));
+  const zeros = Buffer.alloc(1 << 20);
+  for (let i = 0; i < 300; i++) gz.write(zeros);
+  await new Promise((r) => gz.end(r));
+  const bomb = Buffer.concat(parts);
+  const boom = await post('gz/bomb.bin', { 'Content-Encoding': 'gzip' }, bomb);
+  check(boom.status === 413 && /once decompressed/.test(boom.body.toString()), `a gzip bomb (${bomb.length} bytes to 300 MiB): 413 at the limit (${boom.body.toString().trim()})`);
+  const left = await sbx.commands.run('ls -A gz');
+  check(!/bomb|agentbox-upload/.test(left.stdout), 'and nothing of it is left: ' + JSON.stringify(left.stdout));
   const events = [];
   const h = await sbx.files.watchDir('.', (ev) => events.push(ev), { recursive: true });
   const seen = async (name, type) => {
