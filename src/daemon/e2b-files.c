@@ -8,6 +8,7 @@
  * file (nor a part of one) behind.  Authorised by the sandbox's token or a v1_
  * signature made from it (the SDK's uploadUrl/downloadUrl). */
 #include "daemon/e2b-internal.h"
+#include "daemon/e2b-wire.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -25,10 +26,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 
-#define MP_BUF       (256 * 1024)
-#define MP_HEAD_MAX  8192
-#define BOUNDARY_MAX 200
-#define MAX_FILES    1000
+#define MAX_FILES 1000
 
 static int
 status_of_err (const ab_error_t *err)
@@ -140,16 +138,12 @@ files_get (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path)
 		fail_err (call->r, &err);
 }
 
-/* ---- POST: the multipart reader ------------------------------------------ */
+/* ---- POST: reading the body ----------------------------------------------- */
 
+/* The request body as read for writing: inflated when gzip, counted. */
 struct mp_s {
 	struct ab_req_s *r;
-	char delim[BOUNDARY_MAX + 8]; /* "\r\n--" boundary */
-	size_t dlen;
-	uint8_t *buf;
-	size_t off, len;
-	bool eof;            /* the body is read whole */
-	bool part_done;      /* the current part's delimiter was reached */
+	struct ab_mp_s mp;   /* multipart/form-data over body_read (e2b-multipart.c) */
 	uint64_t max, total; /* total: body bytes as written (inflated) */
 	bool gzip;           /* Content-Encoding: gzip */
 	bool z_init, z_member_end;
@@ -203,8 +197,9 @@ gunzip_read (struct mp_s *m, void *buf, size_t cap, ab_error_t *err)
 
 /* The next body bytes (inflated when gzip), counted against --max-upload. */
 static ssize_t
-body_read (struct mp_s *m, void *buf, size_t cap, ab_error_t *err)
+body_read (void *ctx, void *buf, size_t cap, ab_error_t *err)
 {
+	struct mp_s *m = ctx;
 	ssize_t n = m->gzip ? gunzip_read (m, buf, cap, err)
 	                    : ab_http_io_body_read (m->r->io, buf, cap, err);
 
@@ -221,149 +216,7 @@ mp_end (struct mp_s *m)
 	if (m->z_init)
 		inflateEnd (&m->z);
 	free (m->zin);
-	free (m->buf);
-}
-
-static int
-mp_fill (struct mp_s *m, ab_error_t *err)
-{
-	ssize_t n;
-
-	if (m->off > 0) {
-		memmove (m->buf, m->buf + m->off, m->len - m->off);
-		m->len -= m->off;
-		m->off = 0;
-	}
-	if (m->eof || m->len == MP_BUF)
-		return 0;
-	n = body_read (m, m->buf + m->len, MP_BUF - m->len, err);
-	if (n < 0)
-		return -1;
-	if (n == 0)
-		m->eof = true;
-	m->len += (size_t)n;
-	return 0;
-}
-
-/* The current part's bytes, up to its delimiter. */
-static ssize_t
-mp_source (void *ctx, void *out, size_t cap, ab_error_t *err)
-{
-	struct mp_s *m = ctx;
-
-	for (;;) {
-		size_t have = m->len - m->off, safe;
-		const uint8_t *d;
-
-		if (m->part_done)
-			return 0;
-		d = memmem (m->buf + m->off, have, m->delim, m->dlen);
-		if (d) {
-			size_t n = (size_t)(d - (m->buf + m->off));
-			if (n == 0) {
-				m->off += m->dlen;
-				m->part_done = true;
-				return 0;
-			}
-			n = n < cap ? n : cap;
-			memcpy (out, m->buf + m->off, n);
-			m->off += n;
-			return (ssize_t)n;
-		}
-		/* Bytes that cannot start a delimiter can go now. */
-		safe = have >= m->dlen ? have - (m->dlen - 1) : 0;
-		if (safe > 0) {
-			size_t n = safe < cap ? safe : cap;
-			memcpy (out, m->buf + m->off, n);
-			m->off += n;
-			return (ssize_t)n;
-		}
-		if (m->eof)
-			return ab_error (err, 0, AB_E_INVALID, "multipart body ends inside a part");
-		if (mp_fill (m, err) < 0)
-			return -1;
-	}
-}
-
-/* At least n bytes buffered (or the body ended). */
-static int
-mp_need (struct mp_s *m, size_t n, ab_error_t *err)
-{
-	while (m->len - m->off < n && !m->eof)
-		if (mp_fill (m, err) < 0)
-			return -1;
-	return 0;
-}
-
-/* After a delimiter: "--" ends the body, CRLF starts a part.  1 = a part. */
-static int
-mp_after_delim (struct mp_s *m, ab_error_t *err)
-{
-	if (mp_need (m, 2, err) < 0)
-		return -1;
-	if (m->len - m->off >= 2 && memcmp (m->buf + m->off, "--", 2) == 0)
-		return 0;
-	if (m->len - m->off >= 2 && memcmp (m->buf + m->off, "\r\n", 2) == 0) {
-		m->off += 2;
-		return 1;
-	}
-	return ab_error (err, 0, AB_E_INVALID, "malformed multipart delimiter");
-}
-
-/* The part's head; *filename and *is_file from Content-Disposition. */
-static int
-mp_part_head (struct mp_s *m, char **filename, bool *is_file, ab_error_t *err)
-{
-	const uint8_t *end;
-	cleanup_free char *head = NULL;
-	char *fn, *q;
-
-	for (;;) {
-		end = memmem (m->buf + m->off, m->len - m->off, "\r\n\r\n", 4);
-		if (end)
-			break;
-		if (m->len - m->off > MP_HEAD_MAX || m->eof)
-			return ab_error (err, 0, AB_E_INVALID, "malformed multipart part head");
-		if (mp_fill (m, err) < 0)
-			return -1;
-	}
-	head = xstrndup ((const char *)m->buf + m->off, (size_t)(end - (m->buf + m->off)));
-	m->off = (size_t)(end - m->buf) + 4;
-	m->part_done = false;
-	*is_file = strcasestr (head, "name=\"file\"") != NULL;
-	*filename = NULL;
-	fn = strcasestr (head, "filename=\"");
-	if (fn && (q = strchr (fn + 10, '"')))
-		*filename = xstrndup (fn + 10, (size_t)(q - fn - 10));
-	return 0;
-}
-
-static int
-mp_begin (struct mp_s *m, ab_error_t *err)
-{
-	size_t len;
-	const char *ct = ab_http_io_field (m->r->io, "content-type", &len);
-	cleanup_free char *v = ct ? xstrndup (ct, len) : NULL;
-	char *b = v ? strcasestr (v, "boundary=") : NULL;
-	size_t blen;
-
-	if (!b)
-		return ab_error (err, 0, AB_E_INVALID, "multipart/form-data needs a boundary");
-	b += 9;
-	if (*b == '"')
-		b++;
-	blen = strcspn (b, "\";, ");
-	if (blen == 0 || blen > BOUNDARY_MAX)
-		return ab_error (err, 0, AB_E_INVALID, "a bad multipart boundary");
-	m->dlen = (size_t)snprintf (m->delim, sizeof m->delim, "\r\n--%.*s", (int)blen, b);
-	m->buf = xmalloc (MP_BUF);
-	/* The first delimiter has no CRLF before it. */
-	if (mp_need (m, m->dlen - 2, err) < 0)
-		return -1;
-	if (m->len - m->off < m->dlen - 2 || memcmp (m->buf, m->delim + 2, m->dlen - 2) != 0)
-		return ab_error (err, 0, AB_E_INVALID, "the body does not start with the boundary");
-	m->off = m->dlen - 2;
-	return 0;
+	ab_mp_free (&m->mp);
 }
 
 /* ---- POST: writing ----------------------------------------------------------- */
@@ -395,48 +248,30 @@ write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_
 	return 0;
 }
 
-static ssize_t
-raw_source (void *ctx, void *buf, size_t cap, ab_error_t *err)
-{
-	return body_read (ctx, buf, cap, err);
-}
-
-static ssize_t
-drain (struct mp_s *m, ab_error_t *err)
-{
-	char tmp[4096];
-	ssize_t n;
-
-	while ((n = mp_source (m, tmp, sizeof tmp, err)) > 0)
-		;
-	return n;
-}
-
 static int
 multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, bool gzip,
            json_t *out, ab_error_t *err)
 {
 	struct mp_s mp = { .r = call->r, .gzip = gzip }, *m = &mp;
+	size_t files = 0, ct_len;
+	const char *ct = ab_http_io_field (call->r->io, "content-type", &ct_len);
 	int more = 0, rc = 0;
-	size_t files = 0;
 
 	m->max = call->r->d->cfg->max_upload;
-	if (mp_begin (m, err) < 0) {
+	m->mp.read = body_read;
+	m->mp.ctx = m;
+	if (ab_mp_begin (&m->mp, ct, ct ? ct_len : 0, err) < 0) {
 		mp_end (m);
 		return -1;
 	}
-	while (rc == 0 && (more = mp_after_delim (m, err)) == 1) {
+	while (rc == 0) {
 		cleanup_free char *fn = NULL, *path = NULL;
 		bool is_file = false;
 
-		if (mp_part_head (m, &fn, &is_file, err) < 0) {
-			rc = -1;
+		if ((more = ab_mp_next_part (&m->mp, &fn, &is_file, err)) <= 0)
 			break;
-		}
-		if (!is_file) {
-			rc = drain (m, err) < 0 ? -1 : 0;
+		if (!is_file)
 			continue;
-		}
 		if (++files > MAX_FILES) {
 			rc = ab_error (err, 0, AB_E_LIMIT, "more than %d files", MAX_FILES);
 			break;
@@ -450,7 +285,7 @@ multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, bo
 			rc = ab_error (err, 0, AB_E_INVALID, "a part without a path");
 			break;
 		}
-		rc = write_one (call, c, path, mp_source, m, out, err);
+		rc = write_one (call, c, path, ab_mp_part_read, &m->mp, out, err);
 	}
 	if (rc == 0 && more < 0)
 		rc = -1;
@@ -509,7 +344,7 @@ files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 			          .max = call->r->d->cfg->max_upload,
 			          .gzip = gzip == 1 };
 		cleanup_free char *path = ab_e2b_path (call, qpath);
-		rc = write_one (call, c, path, raw_source, &m, out, &err);
+		rc = write_one (call, c, path, body_read, &m, out, &err);
 		mp_end (&m);
 	}
 	if (rc < 0)

@@ -4,6 +4,7 @@
  *                  E2b-Sandbox-Id or Host, access tokens, templates
  *   e2b-control.c  the control plane (REST: /sandboxes, /v2/sandboxes)
  *   e2b-connect.c  Connect protocol v1, JSON codec: envelopes, errors
+ *   e2b-envelope.c, e2b-multipart.c  the body parsers, pure (e2b-wire.h)
  *   e2b-process.c  envd's process.Process service
  *   e2b-fs.c       envd's filesystem.Filesystem service and EntryInfo
  *   e2b-files.c    envd's GET and POST /files
