@@ -253,7 +253,7 @@ take_u32 (const struct field_s *f, struct ab_msg_s *m, const struct ab_tlv_s *t,
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: value %u out of range", t->tag,
 		                 v);
 	if ((t->tag == AB_TAG_CHANNEL || t->tag == AB_TAG_PORT || t->tag == AB_TAG_SIGNAL
-	     || t->tag == AB_TAG_PID || t->tag == AB_TAG_CONN)
+	     || t->tag == AB_TAG_PID || t->tag == AB_TAG_CONN || t->tag == AB_TAG_EVENT)
 	    && v == 0)
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: must not be 0", t->tag);
 	*(uint32_t *)at (m, f->off) = v;
