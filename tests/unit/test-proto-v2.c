@@ -435,11 +435,12 @@ test_missing_required (void **state)
 		ab_error_t err = AB_ERROR_INIT;
 
 		sample (all_types[i], &m);
-		/* Drop REQ_ID (or VERSION / BYTES / WAIT_STATUS, the required
-		 * field of the message types without one). */
+		/* Drop REQ_ID (or VERSION / BYTES / WAIT_STATUS / EVENT, the
+		 * required field of the message types without one). */
 		m.present &=
 		        ~((UINT64_C (1) << AB_TAG_REQ_ID) | (UINT64_C (1) << AB_TAG_VERSION)
-		          | (UINT64_C (1) << AB_TAG_BYTES) | (UINT64_C (1) << AB_TAG_WAIT_STATUS));
+		          | (UINT64_C (1) << AB_TAG_BYTES) | (UINT64_C (1) << AB_TAG_WAIT_STATUS)
+		          | (UINT64_C (1) << AB_TAG_EVENT));
 		encode (&m, &w);
 		if (all_types[i] == AB_MSG_RESET)
 			assert_int_equal (ab_msg_decode (all_types[i], w.buf, w.len, &d, &err), 0);
