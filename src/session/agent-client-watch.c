@@ -43,9 +43,10 @@ static const ab_agent_watch_op ops[] = {
 
 /* 1 = an event, 0 = nothing in this frame, -1 = the watch ended. */
 static int
-take (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, struct ab_ac_frame_s *f,
-      struct ab_agent_watch_event_s *ev, ab_error_t *err)
+take (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, struct ab_ac_frame_s *f, void *evp,
+      ab_error_t *err)
 {
+	struct ab_agent_watch_event_s *ev = evp;
 	struct ab_msg_s m;
 	int r = 0;
 
@@ -79,7 +80,6 @@ int
 ab_agent_watch_next (ab_agent_conn_t *c, uint32_t watch, struct ab_agent_watch_event_s *ev,
                      int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct ab_ac_chan_s *ch = watch ? ab_ac_chan_find (c, watch) : NULL;
 
 	free (c->event);
@@ -87,20 +87,7 @@ ab_agent_watch_next (ab_agent_conn_t *c, uint32_t watch, struct ab_agent_watch_e
 	memset (ev, 0, sizeof *ev);
 	if (!ch)
 		return ab_error (err, 0, AB_E_INVALID, "no watch %u on this connection", watch);
-	for (;;) {
-		struct ab_ac_frame_s *f = ab_ac_queue_pop (&ch->q);
-		int k;
-		if (f) {
-			if ((k = take (c, ch, f, ev, err)) != 0)
-				return k;
-			continue;
-		}
-		if (ab_ac_consumed (c, ch, 0, true, err) < 0)
-			return -1;
-		k = ab_ac_pump (c, ab_ac_remaining (deadline, timeout_ms), err);
-		if (k <= 0)
-			return k;
-	}
+	return ab_ac_chan_next (c, ch, take, ev, timeout_ms, err);
 }
 
 int
