@@ -228,11 +228,34 @@ base_name (const char *p)
 	return s ? s + 1 : p;
 }
 
+#define METADATA_PREFIX "x-metadata-"
+
+/* envd's X-Metadata-KEY: VALUE headers (>= 0.6.2) as KEY=VALUE, the
+ * user.e2b.KEY xattrs of every file written; NULL without any. */
+static char **
+metadata_of (struct ab_req_s *r)
+{
+	const struct ab_http_head_s *h = &r->io->head;
+	const size_t pl = sizeof METADATA_PREFIX - 1;
+	char **v = NULL;
+
+	for (unsigned i = 0; i < h->n_fields; i++) {
+		const struct ab_http_field_s *f = &h->fields[i];
+		if (f->name_len <= pl || strncasecmp (f->name, METADATA_PREFIX, pl) != 0)
+			continue;
+		cleanup_free char *kv = xasprintf ("%.*s=%.*s", (int)(f->name_len - pl),
+		                                   f->name + pl, (int)f->value_len, f->value);
+		ab_strv_push (&v, kv);
+	}
+	return v;
+}
+
 static int
 write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_agent_source_fn src,
            void *ctx, json_t *out, ab_error_t *err)
 {
 	cleanup_free char *parent = xstrdup (path);
+	cleanup_strv char **md = metadata_of (call->r);
 	char *slash = strrchr (parent, '/');
 	uint64_t written;
 
@@ -241,7 +264,7 @@ write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_
 		if (ab_agent_file_mkdir (c, parent, 0755, err) < 0)
 			return -1;
 	}
-	if (ab_agent_file_write (c, path, 0644, src, ctx, &written, err) < 0)
+	if (ab_agent_file_write_meta (c, path, 0644, md, src, ctx, &written, err) < 0)
 		return -1;
 	json_array_append_new (out, json_pack ("{s:s, s:s, s:s}", "path", path, "name",
 	                                       base_name (path), "type", "file"));

@@ -46,7 +46,7 @@ base_name (const char *path)
 
 json_t *
 ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *target,
-              struct ab_e2b_names_s *names)
+              char *const *xattrs, struct ab_e2b_names_s *names)
 {
 	char perm[11], mtime[AB_UTC_MS_LEN], size[24];
 	json_t *e;
@@ -63,6 +63,16 @@ ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *ta
 	}
 	if (target)
 		json_object_set_new (e, "symlinkTarget", json_string (target));
+	if (xattrs && xattrs[0]) {
+		json_t *md = json_object ();
+		for (char *const *x = xattrs; *x; x++) {
+			const char *eq = strchr (*x, '=');
+			cleanup_free char *k = eq ? xstrndup (*x, (size_t)(eq - *x)) : NULL;
+			if (k)
+				json_object_set_new (md, k, json_string (eq + 1));
+		}
+		json_object_set_new (e, "metadata", md);
+	}
 	return e;
 }
 
@@ -95,7 +105,8 @@ list_into (ab_agent_conn_t *c, const char *dir, unsigned depth, json_t *out,
 			r = ab_error (err, 0, AB_E_LIMIT, "more than %d entries", MAX_ENTRIES);
 			break;
 		}
-		json_array_append_new (out, ab_e2b_entry (p, &v[i].st, v[i].target, names));
+		json_array_append_new (out,
+		                       ab_e2b_entry (p, &v[i].st, v[i].target, v[i].xattrs, names));
 		if (depth > 1 && v[i].st.type == AB_AGENT_FT_DIR)
 			r = list_into (c, p, depth - 1, out, names, err);
 	}
@@ -109,10 +120,11 @@ entry_of (ab_agent_conn_t *c, const char *path, json_t **out, ab_error_t *err)
 	struct ab_e2b_names_s names = { .c = c };
 	struct ab_agent_stat_s st;
 	char *target;
+	cleanup_strv char **xattrs = NULL;
 
-	if (ab_agent_file_stat_target (c, path, &st, &target, err) < 0)
+	if (ab_agent_file_stat_target (c, path, &st, &target, &xattrs, err) < 0)
 		return -1;
-	*out = json_pack ("{s:o}", "entry", ab_e2b_entry (path, &st, target, &names));
+	*out = json_pack ("{s:o}", "entry", ab_e2b_entry (path, &st, target, xattrs, &names));
 	free (target);
 	ab_e2b_names_free (&names);
 	return 0;

@@ -16,11 +16,15 @@
 
 #include "daemon/daemon-internal.h"
 
-/* What the SDK's version gates are told (docs/e2b.md says why this one). */
-#define AB_E2B_ENVD_VERSION "0.5.7"
-#define AB_E2B_ENVD_PORT    49983
-#define AB_E2B_TOKEN_LEN    64 /* 32 random bytes in hex */
-#define AB_E2B_LABEL        "e2b.template"
+/* What the SDK's version gates are told (docs/e2b.md says why these):
+ * 0.6.3 (file metadata, entries in watch events) where the backend's
+ * workspace keeps user xattrs, which is tested on the native backend;
+ * 0.5.7 elsewhere (gVisor's gofer mounts have no user xattrs). */
+#define AB_E2B_ENVD_VERSION      "0.6.3"
+#define AB_E2B_ENVD_VERSION_BASE "0.5.7"
+#define AB_E2B_ENVD_PORT         49983
+#define AB_E2B_TOKEN_LEN         64 /* 32 random bytes in hex */
+#define AB_E2B_LABEL             "e2b.template"
 
 struct ab_e2b_template_s {
 	char *name;
@@ -95,9 +99,10 @@ struct ab_e2b_names_s {
 /* The name of id, or the number as a string. */
 json_t *ab_e2b_id_name (struct ab_e2b_names_s *n, bool group, uint32_t id);
 void ab_e2b_names_free (struct ab_e2b_names_s *n);
-/* e2b-fs.c: an EntryInfo of path (target: a symlink's, or NULL). */
+/* e2b-fs.c: an EntryInfo of path (target: a symlink's, or NULL; xattrs:
+ * its metadata as KEY=VALUE, or NULL). */
 json_t *ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *target,
-                      struct ab_e2b_names_s *names);
+                      char *const *xattrs, struct ab_e2b_names_s *names);
 /* e2b-watch.c, with the message read: WatchDir (a stream) and the
  * CreateWatcher, GetWatcherEvents, RemoveWatcher calls. */
 void ab_e2b_watch_dir (struct ab_e2b_call_s *call);

@@ -47,14 +47,15 @@ event_json (ab_agent_conn_t *c, const char *dir, const struct ab_agent_watch_eve
 	json_t *e = json_pack ("{s:s, s:s}", "name", ev->name, "type", type_name (ev->op));
 	cleanup_free char *path = NULL;
 	cleanup_free char *target = NULL;
+	cleanup_strv char **xattrs = NULL;
 	struct ab_agent_stat_s st;
 	ab_error_t err = AB_ERROR_INIT;
 
 	if (!with_entry || ev->op == AB_AGENT_WATCH_REMOVE || ev->op == AB_AGENT_WATCH_RENAME)
 		return e;
 	path = xasprintf ("%s%s%s", dir, dir[strlen (dir) - 1] == '/' ? "" : "/", ev->name);
-	if (ab_agent_file_stat_target (c, path, &st, &target, &err) == 0)
-		json_object_set_new (e, "entry", ab_e2b_entry (path, &st, target, names));
+	if (ab_agent_file_stat_target (c, path, &st, &target, &xattrs, &err) == 0)
+		json_object_set_new (e, "entry", ab_e2b_entry (path, &st, target, xattrs, names));
 	return e;
 }
 

@@ -134,7 +134,8 @@ enum ab_msg_tag {
 	AB_TAG_CONN = 53,          /* u32, non-zero: an egress connection waiting in the agent */
 	AB_TAG_EGRESS_STREAM = 54, /* u32 0/1: EGRESS_LISTEN without fd passing (EGRESS_READY) */
 	AB_TAG_EVENT = 55,         /* u32 ab_wire_watch_event */
-	AB_TAG_MAX_ = 56,
+	AB_TAG_XATTR = 56,         /* repeated KEY=VALUE: a file's user.e2b.KEY xattrs */
+	AB_TAG_MAX_ = 57,
 };
 
 /* Error kinds on the wire (TAG_CODE): fixed numbers, mapped to and from

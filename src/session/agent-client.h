@@ -186,6 +186,7 @@ struct ab_agent_dirent_s {
 	char *name;
 	struct ab_agent_stat_s st; /* of the entry itself (symlinks not followed) */
 	char *target;              /* a symlink's target, else NULL */
+	char **xattrs; /* its user.e2b.* xattrs as KEY=VALUE (NULL-terminated), or NULL */
 };
 
 /* Called once before any data with the file's stat (may be NULL), then
@@ -207,15 +208,22 @@ int ab_agent_file_read (ab_agent_conn_t *c, const char *path,
  * directory must exist. */
 int ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode,
                          ab_agent_source_fn source, void *ctx, uint64_t *written, ab_error_t *err);
+/* The same with user.e2b.KEY xattrs set from xattrs (KEY=VALUE, NULL-
+ * terminated, at most 64) before the file appears; AB_E_INVALID where the
+ * file system keeps none. */
+int ab_agent_file_write_meta (ab_agent_conn_t *c, const char *path, uint32_t mode,
+                              char *const *xattrs, ab_agent_source_fn source, void *ctx,
+                              uint64_t *written, ab_error_t *err);
 int ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_dirent_s **out,
                         size_t *n, ab_error_t *err);
 void ab_agent_dirents_free (struct ab_agent_dirent_s *v, size_t n);
 int ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
                         ab_error_t *err);
 /* The same, and a symlink's target in *target (a new string; NULL for
- * anything else). */
+ * anything else) and, when xattrs is not NULL, the user.e2b.* xattrs as
+ * KEY=VALUE strings (a new NULL-terminated vector, or NULL). */
 int ab_agent_file_stat_target (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
-                               char **target, ab_error_t *err);
+                               char **target, char ***xattrs, ab_error_t *err);
 /* mkdir -p; mode 0 = 0755.  An existing directory is success. */
 int ab_agent_file_mkdir (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_error_t *err);
 /* Never follows symlinks: a symlink is removed, not its target. */

@@ -80,6 +80,22 @@ main(async () => {
   check(boom.status === 413 && /once decompressed/.test(boom.body.toString()), `a gzip bomb (${bomb.length} bytes to 300 MiB): 413 at the limit (${boom.body.toString().trim()})`);
   const left = await sbx.commands.run('ls -A gz');
   check(!/bomb|agentbox-upload/.test(left.stdout), 'and nothing of it is left: ' + JSON.stringify(left.stdout));
+  // metadata (envd >= 0.6.2: X-Metadata-* headers, user.e2b.* xattrs).
+  // Reported where it works: 0.6.3 on the native backend, 0.5.7 on gVisor
+  // (whose mounts keep no user xattrs), where the SDK refuses metadata itself.
+  const native = template === 'base';
+  if (!native && pkg === 'e2b-2-51')
+    await rejects(sbx.files.write('meta.txt', 'm', { metadata: { owner: 'bats' } }), null, 'metadata where the sandbox reports 0.5.7: refused by the SDK');
+  if (native && pkg === 'e2b-2-51') {
+    await sbx.files.write('meta.txt', 'm', { metadata: { owner: 'bats', 'build-id': '42' } });
+    const mi = await sbx.files.getInfo('meta.txt');
+    check(mi.metadata && mi.metadata.owner === 'bats' && mi.metadata['build-id'] === '42', 'write with metadata; getInfo shows it ' + JSON.stringify(mi.metadata));
+    const ml = (await sbx.files.list('.')).find((e) => e.name === 'meta.txt');
+    check(ml.metadata && ml.metadata.owner === 'bats', 'list shows metadata');
+    const xa = await sbx.commands.run('getfattr -n user.e2b.owner --only-values meta.txt 2>/dev/null || python3 -c "import os;print(os.getxattr(\'meta.txt\',\'user.e2b.owner\').decode(),end=\'\')"');
+    check(xa.stdout.trim() === 'bats', 'as the xattr user.e2b.owner in the sandbox');
+    check((await sbx.files.getInfo('owned.txt')).metadata === undefined, 'no metadata: none shown');
+  }
   const events = [];
   const h = await sbx.files.watchDir('.', (ev) => events.push(ev), { recursive: true });
   const seen = async (name, type) => {

@@ -40,6 +40,18 @@ main(async () => {
   check(!flat.some((e) => e.name.includes('inner')), 'not recursive: nothing from below');
   await h1.stop();
 
+  // includeEntry (envd >= 0.6.3, which the native backend reports): the
+  // event carries the path's EntryInfo.
+  if (template === 'base') {
+  const withEntry = [];
+  const h0 = await sbx.files.watchDir('flat', (e) => withEntry.push(e), { includeEntry: true });
+  await sh('echo e >flat/entry.txt');
+  await until(() => withEntry.some((e) => e.name === 'entry.txt' && e.entry), 'includeEntry: an event with its entry');
+  const en = withEntry.find((e) => e.name === 'entry.txt' && e.entry).entry;
+  check(en.type === 'file' && en.path.endsWith('/flat/entry.txt') && typeof en.owner === 'string', 'the entry: type, path, owner');
+  await h0.stop();
+  }
+
   // Recursive: deep creates, a directory renamed is followed under its new name.
   const rec = [];
   const h2 = await sbx.files.watchDir('rec', (e) => rec.push(e), { recursive: true });

@@ -131,8 +131,11 @@ sample (uint16_t type, struct ab_msg_s *m)
 		ab_msg_set (m, req_id, AB_TAG_REQ_ID, 1);
 		m->path = (char *)"/workspace/a b";
 		ab_msg_set (m, channel, AB_TAG_CHANNEL, 2);
-		if (type == AB_MSG_FILE_WRITE)
+		if (type == AB_MSG_FILE_WRITE) {
+			static char *xattrs[] = { (char *)"owner=me", (char *)"k=", NULL };
 			ab_msg_set (m, mode, AB_TAG_MODE, 0600);
+			m->xattrs = xattrs;
+		}
 		break;
 	case AB_MSG_FILE_LIST:
 	case AB_MSG_FILE_STAT:
