@@ -33,7 +33,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -ffunction-sections -fdata-sections \
 	-Isrc -I$(BUILD)/gen $(CFLAGS) -MMD -MP
 HOST_LDFLAGS := -Wl,--as-needed -pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
-HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto -lseccomp $(shell pkg-config --libs libcurl libarchive)
+HOST_LIBS := -ljansson -levent_core -lpthread -lssl -lcrypto -lseccomp -lz $(shell pkg-config --libs libcurl libarchive)
 
 # Host libraries: one archive per layer (build/lib/libab-LAYER.a; every
 # layer except the agent, without the CLI's main()), linked in this order,

@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent/service.h"
+#include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/xalloc.h"
 
@@ -144,8 +146,40 @@ struct writer_s {
 	char *shown;
 	mode_t mode;
 	uint64_t size;
-	bool done; /* answered */
+	char **xattrs; /* KEY=VALUE: set as user.e2b.KEY before the rename */
+	bool done;     /* answered */
 };
+
+#define WRITE_MAX_XATTRS 64
+
+/* The metadata (envd's X-Metadata-*) on the temporary file, so that the
+ * file appears with it or not at all. */
+static int
+set_xattrs (struct writer_s *w, ab_error_t *err)
+{
+	int r = 0;
+
+	ab_fs_as_user (true);
+	for (char **x = w->xattrs; r == 0 && x && *x; x++) {
+		const char *eq = strchr (*x, '=');
+		char name[256];
+		if (!eq || eq == *x || (size_t)(eq - *x) > sizeof name - 10) {
+			r = ab_error (err, 0, AB_E_INVALID, "write %s: bad metadata '%s'", w->shown,
+			              *x);
+			break;
+		}
+		snprintf (name, sizeof name, "user.e2b.%.*s", (int)(eq - *x), *x);
+		if (fsetxattr (w->fd, name, eq + 1, strlen (eq + 1), 0) < 0)
+			r = errno == ENOTSUP
+			            ? ab_error (err, errno, AB_E_INVALID,
+			                        "write %s: its file system keeps no metadata "
+			                        "(user xattrs)",
+			                        w->shown)
+			            : ab_fs_error (err, errno, "set metadata of", w->shown);
+	}
+	ab_fs_as_user (false);
+	return r;
+}
 
 static void
 writer_fail (struct ab_channel_s *ch, const ab_error_t *e)
@@ -181,6 +215,10 @@ writer_eof (struct ab_channel_s *ch)
 	struct ab_msg_s ok;
 	int r;
 
+	if (set_xattrs (w, &err) < 0) {
+		writer_fail (ch, &err);
+		return;
+	}
 	r = fchmod (w->fd, w->mode);
 	if (close (w->fd) < 0 && r == 0)
 		r = -1; /* a delayed write error (NFS, quota) shows here */
@@ -220,6 +258,7 @@ writer_destroy (struct ab_channel_s *ch)
 	close (w->dir);
 	free (w->base);
 	free (w->shown);
+	ab_cleanup_strvp (&w->xattrs);
 	free (w);
 }
 
@@ -281,14 +320,21 @@ ab_req_file_write (struct ab_session_s *s, struct ab_msg_s *m)
 {
 	struct writer_s *w = xcalloc (1, sizeof *w);
 	ab_error_t err = AB_ERROR_INIT;
+	size_t n_xattrs;
 
 	w->s = s;
 	w->req_id = m->req_id;
 	w->dir = w->fd = -1;
 	w->shown = xstrdup (m->path);
 	w->mode = ab_msg_has (m, AB_TAG_MODE) && m->mode ? m->mode : 0644;
+	n_xattrs = m->n_xattrs;
+	w->xattrs = m->xattrs;
+	m->xattrs = NULL;
+	m->n_xattrs = 0;
 	if (ab_session_channel (s, m->channel))
 		ab_error (&err, 0, AB_E_CONFLICT, "channel %u is in use", m->channel);
+	else if (n_xattrs > WRITE_MAX_XATTRS)
+		ab_error (&err, 0, AB_E_LIMIT, "more than %d metadata entries", WRITE_MAX_XATTRS);
 	else if (prepare_write (m, w, &err) == 0
 	         && ab_channel_open (s, m->channel, &writer_ops, w, &err))
 		return; /* answered after EOF */
@@ -301,5 +347,6 @@ ab_req_file_write (struct ab_session_s *s, struct ab_msg_s *m)
 		close (w->dir);
 	free (w->base);
 	free (w->shown);
+	ab_cleanup_strvp (&w->xattrs);
 	free (w);
 }

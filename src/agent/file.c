@@ -8,7 +8,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent/service.h"
@@ -17,6 +20,7 @@
 
 #define LIST_MAX_ENTRIES  65536
 #define LIST_PART_ENTRIES 2048
+#define LIST_PART_BYTES   (512U * 1024) /* + one entry (< 300 KiB) stays under a frame */
 #define REMOVE_MAX_DEPTH  128
 
 typedef int (*file_op_fn) (struct ab_session_s *s, const struct ab_msg_s *m,
@@ -62,6 +66,61 @@ ab_stat_to_msg (const struct stat *st, struct ab_msg_s *m)
 	ab_msg_set (m, mode, AB_TAG_MODE, (uint32_t)(st->st_mode & 07777));
 	ab_msg_set (m, mtime_ms, AB_TAG_MTIME_MS,
 	            (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000);
+	ab_msg_set (m, uid, AB_TAG_UID, (uint32_t)st->st_uid);
+	ab_msg_set (m, gid, AB_TAG_GID, (uint32_t)st->st_gid);
+}
+
+/* A symlink's target into m->to (TAG_TO; the caller frees it). */
+static void
+link_target (int dir, const char *name, const struct stat *st, struct ab_msg_s *m)
+{
+	char buf[AB_MSG_MAX_PATH + 1];
+	ssize_t n;
+
+	if (!S_ISLNK (st->st_mode) || (n = readlinkat (dir, name, buf, sizeof buf - 1)) <= 0)
+		return;
+	buf[n] = '\0';
+	m->to = xstrdup (buf);
+}
+
+#define MAX_XATTRS 64
+
+/* The entry's user.e2b.* xattrs (envd's metadata) into m->xattrs as
+ * KEY=VALUE.  By path, /proc/self/fd/DIR/NAME: DIR is the opened
+ * directory whatever its path is now, NAME one component not followed
+ * (l*xattr), so the lookup stays where the listing is; only files and
+ * directories (no open(2) of a device or FIFO for it). */
+static void
+read_xattrs (int dir, const char *name, const struct stat *st, struct ab_msg_s *m)
+{
+	char path[64 + NAME_MAX], list[4096], val[AB_MSG_MAX_PATH - NAME_MAX];
+	ssize_t n;
+
+	if (!S_ISREG (st->st_mode) && !S_ISDIR (st->st_mode))
+		return;
+	snprintf (path, sizeof path, "/proc/self/fd/%d/%s", dir, name);
+	if ((n = llistxattr (path, list, sizeof list)) <= 0)
+		return;
+	for (char *k = list; k < list + n && m->n_xattrs < MAX_XATTRS; k += strlen (k) + 1) {
+		ssize_t vn;
+		if (strncmp (k, "user.e2b.", 9) != 0 || !k[9]
+		    || (vn = lgetxattr (path, k, val, sizeof val - 1)) < 0)
+			continue;
+		val[vn] = '\0';
+		m->xattrs = xrealloc (m->xattrs, (m->n_xattrs + 2) * sizeof *m->xattrs);
+		m->xattrs[m->n_xattrs++] = xasprintf ("%s=%s", k + 9, val);
+		m->xattrs[m->n_xattrs] = NULL;
+	}
+}
+
+static void
+free_extras (struct ab_msg_s *m)
+{
+	free (m->to);
+	m->to = NULL;
+	ab_cleanup_strvp (&m->xattrs);
+	m->xattrs = NULL;
+	m->n_xattrs = 0;
 }
 
 /* lstat semantics: a symlink is reported as one. */
@@ -85,12 +144,18 @@ op_stat (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 {
 	struct ab_msg_s ok;
 	struct stat st;
+	cleanup_close int parent = -1;
 
 	if (stat_path (p, m->path, &st, err) < 0)
 		return -1;
 	ab_msg_init (&ok, AB_MSG_OK);
 	ab_stat_to_msg (&st, &ok);
+	if (p->base && (parent = ab_fs_open_parent (p, m->path, &(ab_error_t)AB_ERROR_INIT)) >= 0) {
+		link_target (parent, p->base, &st, &ok);
+		read_xattrs (parent, p->base, &st, &ok);
+	}
 	ab_session_ok (s, m->req_id, &ok);
+	free_extras (&ok);
 	return 0;
 }
 
@@ -105,6 +170,7 @@ ab_req_file_stat (struct ab_session_s *s, struct ab_msg_s *m)
 struct listing_s {
 	struct ab_msg_s *recs;
 	size_t n, total;
+	size_t bytes; /* about what the part's records encode to */
 };
 
 static void
@@ -118,9 +184,12 @@ listing_flush (struct ab_session_s *s, uint32_t req_id, struct listing_s *l, boo
 	if (more)
 		ab_msg_set (&ok, more, AB_TAG_MORE, true);
 	ab_session_ok (s, req_id, &ok);
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free (l->recs[i].name);
+		free_extras (&l->recs[i]);
+	}
 	l->n = 0;
+	l->bytes = 0;
 }
 
 static void
@@ -132,11 +201,17 @@ listing_add (struct listing_s *l, DIR *d, const char *name)
 	ab_msg_init (r, AB_MSG_NESTED_ENTRY);
 	r->name = xstrdup (name);
 	/* Gone between readdir and stat: listed without details. */
-	if (fstatat (dirfd (d), name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if (fstatat (dirfd (d), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		ab_stat_to_msg (&st, r);
+		link_target (dirfd (d), name, &st, r);
+		read_xattrs (dirfd (d), name, &st, r);
+	}
+	l->bytes += 64 + strlen (name) + (r->to ? strlen (r->to) : 0);
+	for (size_t i = 0; i < r->n_xattrs; i++)
+		l->bytes += 6 + strlen (r->xattrs[i]);
 }
 
-/* Entries go out in parts of LIST_PART_ENTRIES (OK with MORE), so the
+/* Entries go out in parts of LIST_PART_ENTRIES or LIST_PART_BYTES (OK with MORE), so the
  * answer never needs a frame above the cap; past LIST_MAX_ENTRIES the
  * listing ends in FAIL (the client drops what it gathered). */
 static int
@@ -151,7 +226,7 @@ list_dir (struct ab_session_s *s, const struct ab_msg_s *m, DIR *d, struct listi
 		if (++l->total > LIST_MAX_ENTRIES)
 			return ab_error (err, 0, AB_E_LIMIT, "%s has more than %d entries", m->path,
 			                 LIST_MAX_ENTRIES);
-		if (l->n == LIST_PART_ENTRIES)
+		if (l->n == LIST_PART_ENTRIES || l->bytes > LIST_PART_BYTES)
 			listing_flush (s, m->req_id, l, true);
 		listing_add (l, d, e->d_name);
 	}
@@ -177,8 +252,10 @@ op_list (struct ab_session_s *s, const struct ab_msg_s *m, const struct ab_fspat
 	l.recs = xcalloc (LIST_PART_ENTRIES, sizeof *l.recs);
 	r = list_dir (s, m, d, &l, err);
 	closedir (d);
-	for (size_t i = 0; i < l.n; i++)
+	for (size_t i = 0; i < l.n; i++) {
 		free (l.recs[i].name);
+		free_extras (&l.recs[i]);
+	}
 	free (l.recs);
 	return r;
 }

@@ -189,6 +189,7 @@ void ab_req_file_stat (struct ab_session_s *s, struct ab_msg_s *m);
 void ab_req_file_mkdir (struct ab_session_s *s, struct ab_msg_s *m);
 void ab_req_file_remove (struct ab_session_s *s, struct ab_msg_s *m);
 void ab_req_file_rename (struct ab_session_s *s, struct ab_msg_s *m);
+void ab_req_file_watch (struct ab_session_s *s, struct ab_msg_s *m); /* watch.c */
 
 void ab_req_port_open (struct ab_session_s *s, struct ab_msg_s *m);
 void ab_req_egress_open (struct ab_session_s *s, struct ab_msg_s *m);

@@ -54,6 +54,7 @@ static const ab_request_fn handlers[] = {
 	[AB_MSG_FILE_MKDIR] = ab_req_file_mkdir,
 	[AB_MSG_FILE_REMOVE] = ab_req_file_remove,
 	[AB_MSG_FILE_RENAME] = ab_req_file_rename,
+	[AB_MSG_FILE_WATCH] = ab_req_file_watch,
 	[AB_MSG_PORT_OPEN] = ab_req_port_open,
 	[AB_MSG_EGRESS_OPEN] = ab_req_egress_open,
 	[AB_MSG_SHUTDOWN] = ab_req_shutdown,
@@ -315,7 +316,7 @@ send_hello (struct ab_session_s *s)
 
 	ab_msg_init (&m, AB_MSG_HELLO);
 	ab_msg_set (&m, version, AB_TAG_VERSION, AB_PROTO_VERSION_2);
-	ab_msg_set (&m, features, AB_TAG_FEATURES, 0x1fU);
+	ab_msg_set (&m, features, AB_TAG_FEATURES, 0x3fU); /* bit 5: FILE_WATCH */
 	ab_msg_set (&m, landlock_abi, AB_TAG_LANDLOCK_ABI, (uint32_t)ab_landlock_abi ());
 	ab_msg_set (&m, configured, AB_TAG_CONFIGURED, ab_config.configured);
 	ab_session_send_msg (s, 0, &m);

@@ -6,6 +6,7 @@
  * envelopes ending with an end-stream envelope (flags 0x02).  Each
  * envelope is written as one chunk as it is produced. */
 #include "daemon/e2b-internal.h"
+#include "daemon/e2b-wire.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,9 +17,8 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 
-#define ENVELOPE_HEAD       5
-#define FLAG_COMPRESSED     0x01
-#define FLAG_END_STREAM     0x02
+#define ENVELOPE_HEAD       AB_E2B_ENVELOPE_HEAD
+#define FLAG_END_STREAM     AB_E2B_FLAG_END_STREAM
 #define KEEPALIVE_DEFAULT_S 90
 
 static const struct {
@@ -79,36 +79,15 @@ ab_e2b_call_read (struct ab_e2b_call_s *call, ab_error_t *err)
 {
 	struct ab_req_s *r = call->r;
 	cleanup_free char *body = NULL;
-	const char *json;
-	size_t len, jlen;
-	json_error_t je;
+	size_t len;
 
 	call->streaming = is_envelope (r);
 	if (ab_req_continue (r) < 0
 	    || ab_http_io_body_all (r->io, r->d->cfg->max_body, &body, &len, err) < 0)
 		return err->kind ? -1 : ab_error (err, errno, AB_E_SYSTEM, "read request body");
-	json = body;
-	jlen = len;
-	if (call->streaming) {
-		const uint8_t *u = (const uint8_t *)body;
-		if (len < ENVELOPE_HEAD)
-			return ab_error (err, 0, AB_E_INVALID, "a truncated envelope");
-		if (u[0] & FLAG_COMPRESSED)
-			return ab_error (err, 0, AB_E_INVALID,
-			                 "compressed envelopes are not accepted");
-		jlen = (size_t)u[1] << 24 | (size_t)u[2] << 16 | (size_t)u[3] << 8 | u[4];
-		if (u[0] != 0 || jlen != len - ENVELOPE_HEAD)
-			return ab_error (err, 0, AB_E_INVALID,
-			                 "one envelope of flags 0 and its stated length expected");
-		json = body + ENVELOPE_HEAD;
-	}
-	call->msg = jlen ? json_loadb (json, jlen, JSON_REJECT_DUPLICATES, &je) : json_object ();
-	if (!call->msg || !json_is_object (call->msg)) {
-		json_decref (call->msg);
-		call->msg = NULL;
-		return ab_error (err, 0, AB_E_INVALID, "the message must be a JSON object");
-	}
-	return 0;
+	if (call->streaming)
+		return ab_e2b_envelope_unary ((const uint8_t *)body, len, &call->msg, err);
+	return ab_e2b_envelope_json (body, len, &call->msg, err);
 }
 
 /* Exactly n bytes of the body: 1, or 0 when it ended before the first. */
@@ -136,31 +115,20 @@ ab_e2b_envelope_next (struct ab_e2b_call_s *call, json_t **msg, ab_error_t *err)
 	uint8_t h[ENVELOPE_HEAD];
 	cleanup_free uint8_t *body = NULL;
 	size_t len;
-	json_error_t je;
+	bool end;
 	int r;
 
 	*msg = NULL;
 	if ((r = body_exact (call->r, h, sizeof h, err)) <= 0)
 		return r;
-	len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
-	if (h[0] & FLAG_COMPRESSED)
-		return ab_error (err, 0, AB_E_INVALID, "compressed envelopes are not accepted");
-	if (len > call->r->d->cfg->max_body)
-		return ab_error (err, E2BIG, AB_E_LIMIT, "an envelope over %zu bytes",
-		                 call->r->d->cfg->max_body);
+	if (ab_e2b_envelope_head (h, call->r->d->cfg->max_body, &len, &end, err) < 0)
+		return -1;
 	body = xmalloc (len + 1);
 	if (len && body_exact (call->r, body, len, err) != 1)
 		return err->kind ? -1 : ab_error (err, 0, AB_E_INVALID, "a truncated envelope");
-	if (h[0] & FLAG_END_STREAM)
+	if (end)
 		return 0;
-	*msg = len ? json_loadb ((const char *)body, len, JSON_REJECT_DUPLICATES, &je)
-	           : json_object ();
-	if (!*msg || !json_is_object (*msg)) {
-		json_decref (*msg);
-		*msg = NULL;
-		return ab_error (err, 0, AB_E_INVALID, "the message must be a JSON object");
-	}
-	return 1;
+	return ab_e2b_envelope_json ((const char *)body, len, msg, err) < 0 ? -1 : 1;
 }
 
 int

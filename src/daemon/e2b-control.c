@@ -49,6 +49,13 @@ iso (int64_t ms)
 	return json_string (buf);
 }
 
+/* The envdVersion of b's sandbox: the SDK's gates follow it. */
+static const char *
+envd_version (const struct ab_box_s *b)
+{
+	return strcmp (b->backend, "native") == 0 ? AB_E2B_ENVD_VERSION : AB_E2B_ENVD_VERSION_BASE;
+}
+
 /* The Sandbox (create, connect: with the token) or SandboxDetail body. */
 static json_t *
 sandbox_json (struct ab_daemon_s *d, struct ab_box_s *b, const char *token, bool detail)
@@ -56,7 +63,7 @@ sandbox_json (struct ab_daemon_s *d, struct ab_box_s *b, const char *token, bool
 	const char *tmpl = json_string_value (json_object_get (b->labels, AB_E2B_LABEL));
 	json_t *j = json_pack ("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", b->id, "templateID",
 	                       tmpl ? tmpl : "base", "clientID", "agentbox", "envdVersion",
-	                       AB_E2B_ENVD_VERSION, "domain", d->e2b->domain);
+	                       envd_version (b), "domain", d->e2b->domain);
 
 	if (token)
 		json_object_set_new (j, "envdAccessToken", json_string (token));

@@ -2,9 +2,13 @@
  * files (multipart/form-data, field `file`, the part's filename its path;
  * or an application/octet-stream body for ?path=), parents created, each
  * file streamed to the agent as it arrives (a 64 MiB upload costs one
- * buffer, not a copy).  Authorised by the sandbox's token or a v1_
+ * buffer, not a copy).  A `Content-Encoding: gzip` body is inflated as
+ * it is read, and --max-upload bounds what it inflates to: a gzip bomb
+ * ends in 413 at the limit, and the agent's write, cancelled, leaves no
+ * file (nor a part of one) behind.  Authorised by the sandbox's token or a v1_
  * signature made from it (the SDK's uploadUrl/downloadUrl). */
 #include "daemon/e2b-internal.h"
+#include "daemon/e2b-wire.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,6 +18,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "base/base64.h"
 #include "base/cleanup.h"
@@ -21,10 +26,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 
-#define MP_BUF       (256 * 1024)
-#define MP_HEAD_MAX  8192
-#define BOUNDARY_MAX 200
-#define MAX_FILES    1000
+#define MAX_FILES 1000
 
 static int
 status_of_err (const ab_error_t *err)
@@ -136,163 +138,85 @@ files_get (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path)
 		fail_err (call->r, &err);
 }
 
-/* ---- POST: the multipart reader ------------------------------------------ */
+/* ---- POST: reading the body ----------------------------------------------- */
 
+/* The request body as read for writing: inflated when gzip, counted. */
 struct mp_s {
 	struct ab_req_s *r;
-	char delim[BOUNDARY_MAX + 8]; /* "\r\n--" boundary */
-	size_t dlen;
-	uint8_t *buf;
-	size_t off, len;
-	bool eof;       /* the body is read whole */
-	bool part_done; /* the current part's delimiter was reached */
-	uint64_t max, total;
+	struct ab_mp_s mp;   /* multipart/form-data over body_read (e2b-multipart.c) */
+	uint64_t max, total; /* total: body bytes as written (inflated) */
+	bool gzip;           /* Content-Encoding: gzip */
+	bool z_init, z_member_end;
+	z_stream z;
+	uint8_t *zin;
 };
 
-static int
-mp_fill (struct mp_s *m, ab_error_t *err)
-{
-	ssize_t n;
+#define GZ_IN 65536
 
-	if (m->off > 0) {
-		memmove (m->buf, m->buf + m->off, m->len - m->off);
-		m->len -= m->off;
-		m->off = 0;
+/* Inflated bytes of a gzip body (several members are one stream, as
+ * gzip(1) reads them); 0 at its end. */
+static ssize_t
+gunzip_read (struct mp_s *m, void *buf, size_t cap, ab_error_t *err)
+{
+	uInt want = (uInt)(cap > GZ_IN ? GZ_IN : cap);
+	int zr;
+
+	if (!m->z_init) {
+		if (inflateInit2 (&m->z, 16 + MAX_WBITS) != Z_OK)
+			return ab_error (err, 0, AB_E_INTERNAL, "inflateInit2");
+		m->z_init = true;
+		m->zin = xmalloc (GZ_IN);
 	}
-	if (m->eof || m->len == MP_BUF)
-		return 0;
-	n = ab_http_io_body_read (m->r->io, m->buf + m->len, MP_BUF - m->len, err);
-	if (n < 0)
-		return -1;
-	if (n == 0)
-		m->eof = true;
-	m->len += (size_t)n;
-	if (m->max && (m->total += (uint64_t)n) > m->max)
-		return ab_error (err, E2BIG, AB_E_LIMIT,
-		                 "upload larger than %llu bytes (--max-upload)",
-		                 (unsigned long long)m->max);
-	return 0;
+	m->z.next_out = buf;
+	m->z.avail_out = want;
+	while (m->z.avail_out == want) {
+		if (m->z.avail_in == 0) {
+			ssize_t k = ab_http_io_body_read (m->r->io, m->zin, GZ_IN, err);
+			if (k < 0)
+				return -1;
+			if (k == 0 && m->z_member_end)
+				return 0;
+			if (k == 0)
+				return ab_error (err, 0, AB_E_INVALID, "the gzip body ends early");
+			m->z.next_in = m->zin;
+			m->z.avail_in = (uInt)k;
+		}
+		if (m->z_member_end) {
+			inflateReset (&m->z);
+			m->z_member_end = false;
+		}
+		zr = inflate (&m->z, Z_NO_FLUSH);
+		if (zr == Z_STREAM_END)
+			m->z_member_end = true;
+		else if (zr != Z_OK && zr != Z_BUF_ERROR)
+			return ab_error (err, 0, AB_E_INVALID, "a bad gzip body: %s",
+			                 m->z.msg ? m->z.msg : "inflate failed");
+	}
+	return (ssize_t)(want - m->z.avail_out);
 }
 
-/* The current part's bytes, up to its delimiter. */
+/* The next body bytes (inflated when gzip), counted against --max-upload. */
 static ssize_t
-mp_source (void *ctx, void *out, size_t cap, ab_error_t *err)
+body_read (void *ctx, void *buf, size_t cap, ab_error_t *err)
 {
 	struct mp_s *m = ctx;
+	ssize_t n = m->gzip ? gunzip_read (m, buf, cap, err)
+	                    : ab_http_io_body_read (m->r->io, buf, cap, err);
 
-	for (;;) {
-		size_t have = m->len - m->off, safe;
-		const uint8_t *d;
-
-		if (m->part_done)
-			return 0;
-		d = memmem (m->buf + m->off, have, m->delim, m->dlen);
-		if (d) {
-			size_t n = (size_t)(d - (m->buf + m->off));
-			if (n == 0) {
-				m->off += m->dlen;
-				m->part_done = true;
-				return 0;
-			}
-			n = n < cap ? n : cap;
-			memcpy (out, m->buf + m->off, n);
-			m->off += n;
-			return (ssize_t)n;
-		}
-		/* Bytes that cannot start a delimiter can go now. */
-		safe = have >= m->dlen ? have - (m->dlen - 1) : 0;
-		if (safe > 0) {
-			size_t n = safe < cap ? safe : cap;
-			memcpy (out, m->buf + m->off, n);
-			m->off += n;
-			return (ssize_t)n;
-		}
-		if (m->eof)
-			return ab_error (err, 0, AB_E_INVALID, "multipart body ends inside a part");
-		if (mp_fill (m, err) < 0)
-			return -1;
-	}
+	if (n > 0 && m->max && (m->total += (uint64_t)n) > m->max)
+		return ab_error (err, E2BIG, AB_E_LIMIT,
+		                 "upload larger than %llu bytes%s (--max-upload)",
+		                 (unsigned long long)m->max, m->gzip ? " once decompressed" : "");
+	return n;
 }
 
-/* At least n bytes buffered (or the body ended). */
-static int
-mp_need (struct mp_s *m, size_t n, ab_error_t *err)
+static void
+mp_end (struct mp_s *m)
 {
-	while (m->len - m->off < n && !m->eof)
-		if (mp_fill (m, err) < 0)
-			return -1;
-	return 0;
-}
-
-/* After a delimiter: "--" ends the body, CRLF starts a part.  1 = a part. */
-static int
-mp_after_delim (struct mp_s *m, ab_error_t *err)
-{
-	if (mp_need (m, 2, err) < 0)
-		return -1;
-	if (m->len - m->off >= 2 && memcmp (m->buf + m->off, "--", 2) == 0)
-		return 0;
-	if (m->len - m->off >= 2 && memcmp (m->buf + m->off, "\r\n", 2) == 0) {
-		m->off += 2;
-		return 1;
-	}
-	return ab_error (err, 0, AB_E_INVALID, "malformed multipart delimiter");
-}
-
-/* The part's head; *filename and *is_file from Content-Disposition. */
-static int
-mp_part_head (struct mp_s *m, char **filename, bool *is_file, ab_error_t *err)
-{
-	const uint8_t *end;
-	cleanup_free char *head = NULL;
-	char *fn, *q;
-
-	for (;;) {
-		end = memmem (m->buf + m->off, m->len - m->off, "\r\n\r\n", 4);
-		if (end)
-			break;
-		if (m->len - m->off > MP_HEAD_MAX || m->eof)
-			return ab_error (err, 0, AB_E_INVALID, "malformed multipart part head");
-		if (mp_fill (m, err) < 0)
-			return -1;
-	}
-	head = xstrndup ((const char *)m->buf + m->off, (size_t)(end - (m->buf + m->off)));
-	m->off = (size_t)(end - m->buf) + 4;
-	m->part_done = false;
-	*is_file = strcasestr (head, "name=\"file\"") != NULL;
-	*filename = NULL;
-	fn = strcasestr (head, "filename=\"");
-	if (fn && (q = strchr (fn + 10, '"')))
-		*filename = xstrndup (fn + 10, (size_t)(q - fn - 10));
-	return 0;
-}
-
-static int
-mp_begin (struct mp_s *m, ab_error_t *err)
-{
-	size_t len;
-	const char *ct = ab_http_io_field (m->r->io, "content-type", &len);
-	cleanup_free char *v = ct ? xstrndup (ct, len) : NULL;
-	char *b = v ? strcasestr (v, "boundary=") : NULL;
-	size_t blen;
-
-	if (!b)
-		return ab_error (err, 0, AB_E_INVALID, "multipart/form-data needs a boundary");
-	b += 9;
-	if (*b == '"')
-		b++;
-	blen = strcspn (b, "\";, ");
-	if (blen == 0 || blen > BOUNDARY_MAX)
-		return ab_error (err, 0, AB_E_INVALID, "a bad multipart boundary");
-	m->dlen = (size_t)snprintf (m->delim, sizeof m->delim, "\r\n--%.*s", (int)blen, b);
-	m->buf = xmalloc (MP_BUF);
-	/* The first delimiter has no CRLF before it. */
-	if (mp_need (m, m->dlen - 2, err) < 0)
-		return -1;
-	if (m->len - m->off < m->dlen - 2 || memcmp (m->buf, m->delim + 2, m->dlen - 2) != 0)
-		return ab_error (err, 0, AB_E_INVALID, "the body does not start with the boundary");
-	m->off = m->dlen - 2;
-	return 0;
+	if (m->z_init)
+		inflateEnd (&m->z);
+	free (m->zin);
+	ab_mp_free (&m->mp);
 }
 
 /* ---- POST: writing ----------------------------------------------------------- */
@@ -304,11 +228,34 @@ base_name (const char *p)
 	return s ? s + 1 : p;
 }
 
+#define METADATA_PREFIX "x-metadata-"
+
+/* envd's X-Metadata-KEY: VALUE headers (>= 0.6.2) as KEY=VALUE, the
+ * user.e2b.KEY xattrs of every file written; NULL without any. */
+static char **
+metadata_of (struct ab_req_s *r)
+{
+	const struct ab_http_head_s *h = &r->io->head;
+	const size_t pl = sizeof METADATA_PREFIX - 1;
+	char **v = NULL;
+
+	for (unsigned i = 0; i < h->n_fields; i++) {
+		const struct ab_http_field_s *f = &h->fields[i];
+		if (f->name_len <= pl || strncasecmp (f->name, METADATA_PREFIX, pl) != 0)
+			continue;
+		cleanup_free char *kv = xasprintf ("%.*s=%.*s", (int)(f->name_len - pl),
+		                                   f->name + pl, (int)f->value_len, f->value);
+		ab_strv_push (&v, kv);
+	}
+	return v;
+}
+
 static int
 write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_agent_source_fn src,
            void *ctx, json_t *out, ab_error_t *err)
 {
 	cleanup_free char *parent = xstrdup (path);
+	cleanup_strv char **md = metadata_of (call->r);
 	char *slash = strrchr (parent, '/');
 	uint64_t written;
 
@@ -317,62 +264,37 @@ write_one (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *path, ab_
 		if (ab_agent_file_mkdir (c, parent, 0755, err) < 0)
 			return -1;
 	}
-	if (ab_agent_file_write (c, path, 0644, src, ctx, &written, err) < 0)
+	if (ab_agent_file_write_meta (c, path, 0644, md, src, ctx, &written, err) < 0)
 		return -1;
 	json_array_append_new (out, json_pack ("{s:s, s:s, s:s}", "path", path, "name",
 	                                       base_name (path), "type", "file"));
 	return 0;
 }
 
-static ssize_t
-raw_source (void *ctx, void *buf, size_t cap, ab_error_t *err)
-{
-	struct mp_s *m = ctx;
-	ssize_t n = ab_http_io_body_read (m->r->io, buf, cap, err);
-
-	if (n > 0 && m->max && (m->total += (uint64_t)n) > m->max)
-		return ab_error (err, E2BIG, AB_E_LIMIT,
-		                 "upload larger than %llu bytes (--max-upload)",
-		                 (unsigned long long)m->max);
-	return n;
-}
-
-static ssize_t
-drain (struct mp_s *m, ab_error_t *err)
-{
-	char tmp[4096];
-	ssize_t n;
-
-	while ((n = mp_source (m, tmp, sizeof tmp, err)) > 0)
-		;
-	return n;
-}
-
 static int
-multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, json_t *out,
-           ab_error_t *err)
+multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, bool gzip,
+           json_t *out, ab_error_t *err)
 {
-	struct mp_s mp = { .r = call->r }, *m = &mp;
+	struct mp_s mp = { .r = call->r, .gzip = gzip }, *m = &mp;
+	size_t files = 0, ct_len;
+	const char *ct = ab_http_io_field (call->r->io, "content-type", &ct_len);
 	int more = 0, rc = 0;
-	size_t files = 0;
 
 	m->max = call->r->d->cfg->max_upload;
-	if (mp_begin (m, err) < 0) {
-		free (m->buf);
+	m->mp.read = body_read;
+	m->mp.ctx = m;
+	if (ab_mp_begin (&m->mp, ct, ct ? ct_len : 0, err) < 0) {
+		mp_end (m);
 		return -1;
 	}
-	while (rc == 0 && (more = mp_after_delim (m, err)) == 1) {
+	while (rc == 0) {
 		cleanup_free char *fn = NULL, *path = NULL;
 		bool is_file = false;
 
-		if (mp_part_head (m, &fn, &is_file, err) < 0) {
-			rc = -1;
+		if ((more = ab_mp_next_part (&m->mp, &fn, &is_file, err)) <= 0)
 			break;
-		}
-		if (!is_file) {
-			rc = drain (m, err) < 0 ? -1 : 0;
+		if (!is_file)
 			continue;
-		}
 		if (++files > MAX_FILES) {
 			rc = ab_error (err, 0, AB_E_LIMIT, "more than %d files", MAX_FILES);
 			break;
@@ -386,11 +308,11 @@ multipart (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath, js
 			rc = ab_error (err, 0, AB_E_INVALID, "a part without a path");
 			break;
 		}
-		rc = write_one (call, c, path, mp_source, m, out, err);
+		rc = write_one (call, c, path, ab_mp_part_read, &m->mp, out, err);
 	}
 	if (rc == 0 && more < 0)
 		rc = -1;
-	free (m->buf);
+	mp_end (m);
 	return rc;
 }
 
@@ -403,17 +325,32 @@ is_ctype (struct ab_req_s *r, const char *want)
 	return v && len >= strlen (want) && strncasecmp (v, want, strlen (want)) == 0;
 }
 
+/* Content-Encoding: none or identity (0), gzip (1), anything else (-1). */
+static int
+encoding (struct ab_req_s *r)
+{
+	size_t len;
+	const char *enc = ab_http_io_field (r->io, "content-encoding", &len);
+
+	if (!enc || (len == 8 && strncasecmp (enc, "identity", 8) == 0))
+		return 0;
+	if ((len == 4 && strncasecmp (enc, "gzip", 4) == 0)
+	    || (len == 6 && strncasecmp (enc, "x-gzip", 6) == 0))
+		return 1;
+	return -1;
+}
+
 static void
 files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	json_t *out = json_array ();
-	size_t len;
-	const char *enc = ab_http_io_field (call->r->io, "content-encoding", &len);
+	int gzip = encoding (call->r);
 	int rc;
 
-	if (enc && !(len == 8 && strncasecmp (enc, "identity", 8) == 0)) {
-		ab_e2b_api_fail (call->r, 415, "Content-Encoding %s is not accepted", "(gzip)");
+	if (gzip < 0) {
+		ab_e2b_api_fail (call->r, 415, "%s",
+		                 "Content-Encoding: only gzip (or identity) is accepted");
 		json_decref (out);
 		return;
 	}
@@ -422,13 +359,16 @@ files_post (struct ab_e2b_call_s *call, ab_agent_conn_t *c, const char *qpath)
 		return;
 	}
 	if (is_ctype (call->r, "multipart/form-data"))
-		rc = multipart (call, c, qpath, out, &err);
+		rc = multipart (call, c, qpath, gzip == 1, out, &err);
 	else if (!qpath)
 		rc = ab_error (&err, 0, AB_E_INVALID, "an octet-stream upload needs ?path=");
 	else {
-		struct mp_s m = { .r = call->r, .max = call->r->d->cfg->max_upload };
+		struct mp_s m = { .r = call->r,
+			          .max = call->r->d->cfg->max_upload,
+			          .gzip = gzip == 1 };
 		cleanup_free char *path = ab_e2b_path (call, qpath);
-		rc = write_one (call, c, path, raw_source, &m, out, &err);
+		rc = write_one (call, c, path, body_read, &m, out, &err);
+		mp_end (&m);
 	}
 	if (rc < 0)
 		fail_err (call->r, &err);

@@ -44,17 +44,36 @@ base_name (const char *path)
 	return s && s[1] ? s + 1 : s ? "/" : path;
 }
 
-static json_t *
-ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st)
+json_t *
+ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *target,
+              char *const *xattrs, struct ab_e2b_names_s *names)
 {
 	char perm[11], mtime[AB_UTC_MS_LEN], size[24];
+	json_t *e;
 
 	permissions (st->type, st->mode, perm);
 	ab_utc_ms_format (st->mtime_ms, mtime);
 	snprintf (size, sizeof size, "%llu", (unsigned long long)st->size);
-	return json_pack ("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "name", base_name (path), "path",
-	                  path, "type", type_name (st->type), "size", size, "mode", (int)st->mode,
-	                  "permissions", perm, "modifiedTime", mtime);
+	e = json_pack ("{s:s, s:s, s:s, s:s, s:i, s:s, s:s}", "name", base_name (path), "path",
+	               path, "type", type_name (st->type), "size", size, "mode", (int)st->mode,
+	               "permissions", perm, "modifiedTime", mtime);
+	if (st->has_ids) {
+		json_object_set_new (e, "owner", ab_e2b_id_name (names, false, st->uid));
+		json_object_set_new (e, "group", ab_e2b_id_name (names, true, st->gid));
+	}
+	if (target)
+		json_object_set_new (e, "symlinkTarget", json_string (target));
+	if (xattrs && xattrs[0]) {
+		json_t *md = json_object ();
+		for (char *const *x = xattrs; *x; x++) {
+			const char *eq = strchr (*x, '=');
+			cleanup_free char *k = eq ? xstrndup (*x, (size_t)(eq - *x)) : NULL;
+			if (k)
+				json_object_set_new (md, k, json_string (eq + 1));
+		}
+		json_object_set_new (e, "metadata", md);
+	}
+	return e;
 }
 
 static char *
@@ -71,7 +90,8 @@ join (const char *dir, const char *name)
 }
 
 static int
-list_into (ab_agent_conn_t *c, const char *dir, unsigned depth, json_t *out, ab_error_t *err)
+list_into (ab_agent_conn_t *c, const char *dir, unsigned depth, json_t *out,
+           struct ab_e2b_names_s *names, ab_error_t *err)
 {
 	struct ab_agent_dirent_s *v = NULL;
 	size_t n = 0;
@@ -85,9 +105,10 @@ list_into (ab_agent_conn_t *c, const char *dir, unsigned depth, json_t *out, ab_
 			r = ab_error (err, 0, AB_E_LIMIT, "more than %d entries", MAX_ENTRIES);
 			break;
 		}
-		json_array_append_new (out, ab_e2b_entry (p, &v[i].st));
+		json_array_append_new (out,
+		                       ab_e2b_entry (p, &v[i].st, v[i].target, v[i].xattrs, names));
 		if (depth > 1 && v[i].st.type == AB_AGENT_FT_DIR)
-			r = list_into (c, p, depth - 1, out, err);
+			r = list_into (c, p, depth - 1, out, names, err);
 	}
 	ab_agent_dirents_free (v, n);
 	return r;
@@ -96,11 +117,16 @@ list_into (ab_agent_conn_t *c, const char *dir, unsigned depth, json_t *out, ab_
 static int
 entry_of (ab_agent_conn_t *c, const char *path, json_t **out, ab_error_t *err)
 {
+	struct ab_e2b_names_s names = { .c = c };
 	struct ab_agent_stat_s st;
+	char *target;
+	cleanup_strv char **xattrs = NULL;
 
-	if (ab_agent_file_stat (c, path, &st, err) < 0)
+	if (ab_agent_file_stat_target (c, path, &st, &target, &xattrs, err) < 0)
 		return -1;
-	*out = json_pack ("{s:o}", "entry", ab_e2b_entry (path, &st));
+	*out = json_pack ("{s:o}", "entry", ab_e2b_entry (path, &st, target, xattrs, &names));
+	free (target);
+	ab_e2b_names_free (&names);
 	return 0;
 }
 
@@ -122,6 +148,8 @@ fs_list (struct ab_e2b_call_s *call, ab_agent_conn_t *c, json_t **out, ab_error_
 	json_int_t depth = d ? json_integer_value (d) : 1;
 	json_t *arr;
 	struct ab_agent_stat_s st;
+	struct ab_e2b_names_s names = { .c = c };
+	int r;
 
 	if (!p)
 		return ab_error (err, 0, AB_E_INVALID, "'path' is required");
@@ -132,7 +160,9 @@ fs_list (struct ab_e2b_call_s *call, ab_agent_conn_t *c, json_t **out, ab_error_
 	if (st.type != AB_AGENT_FT_DIR)
 		return ab_error (err, 0, AB_E_INVALID, "%s is not a directory", p);
 	arr = json_array ();
-	if (list_into (c, p, (unsigned)depth, arr, err) < 0) {
+	r = list_into (c, p, (unsigned)depth, arr, &names, err);
+	ab_e2b_names_free (&names);
+	if (r < 0) {
 		json_decref (arr);
 		return -1;
 	}

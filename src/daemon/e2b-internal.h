@@ -4,21 +4,27 @@
  *                  E2b-Sandbox-Id or Host, access tokens, templates
  *   e2b-control.c  the control plane (REST: /sandboxes, /v2/sandboxes)
  *   e2b-connect.c  Connect protocol v1, JSON codec: envelopes, errors
+ *   e2b-envelope.c, e2b-multipart.c  the body parsers, pure (e2b-wire.h)
  *   e2b-process.c  envd's process.Process service
  *   e2b-fs.c       envd's filesystem.Filesystem service and EntryInfo
  *   e2b-files.c    envd's GET and POST /files
- *   e2b-watch.c    directory watches (polled snapshots)
+ *   e2b-names.c    owner and group names from the sandbox's own files
+ *   e2b-watch.c    directory watches (the agent's inotify watches)
  *   e2b-preview.c  <port>-<id>.<domain> previews over the port relay */
 #ifndef AB_DAEMON_E2B_INTERNAL_H
 #define AB_DAEMON_E2B_INTERNAL_H
 
 #include "daemon/daemon-internal.h"
 
-/* What the SDK's version gates are told (docs/e2b.md says why this one). */
-#define AB_E2B_ENVD_VERSION "0.5.7"
-#define AB_E2B_ENVD_PORT    49983
-#define AB_E2B_TOKEN_LEN    64 /* 32 random bytes in hex */
-#define AB_E2B_LABEL        "e2b.template"
+/* What the SDK's version gates are told (docs/e2b.md says why these):
+ * 0.6.3 (file metadata, entries in watch events) where the backend's
+ * workspace keeps user xattrs, which is tested on the native backend;
+ * 0.5.7 elsewhere (gVisor's gofer mounts have no user xattrs). */
+#define AB_E2B_ENVD_VERSION      "0.6.3"
+#define AB_E2B_ENVD_VERSION_BASE "0.5.7"
+#define AB_E2B_ENVD_PORT         49983
+#define AB_E2B_TOKEN_LEN         64 /* 32 random bytes in hex */
+#define AB_E2B_LABEL             "e2b.template"
 
 struct ab_e2b_template_s {
 	char *name;
@@ -83,6 +89,20 @@ unsigned ab_e2b_keepalive_s (const struct ab_e2b_call_s *call);
 void ab_e2b_process (struct ab_e2b_call_s *call);
 void ab_e2b_filesystem (struct ab_e2b_call_s *call);
 void ab_e2b_files (struct ab_e2b_call_s *call);
+/* e2b-names.c: the sandbox's names of its uids and gids (its own
+ * /etc/passwd and /etc/group, read through c once, when first needed). */
+struct ab_e2b_names_s {
+	ab_agent_conn_t *c;
+	bool loaded;
+	char *passwd, *group;
+};
+/* The name of id, or the number as a string. */
+json_t *ab_e2b_id_name (struct ab_e2b_names_s *n, bool group, uint32_t id);
+void ab_e2b_names_free (struct ab_e2b_names_s *n);
+/* e2b-fs.c: an EntryInfo of path (target: a symlink's, or NULL; xattrs:
+ * its metadata as KEY=VALUE, or NULL). */
+json_t *ab_e2b_entry (const char *path, const struct ab_agent_stat_s *st, const char *target,
+                      char *const *xattrs, struct ab_e2b_names_s *names);
 /* e2b-watch.c, with the message read: WatchDir (a stream) and the
  * CreateWatcher, GetWatcherEvents, RemoveWatcher calls. */
 void ab_e2b_watch_dir (struct ab_e2b_call_s *call);

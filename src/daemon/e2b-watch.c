@@ -1,16 +1,18 @@
 /* envd's directory watches (filesystem.Filesystem WatchDir, CreateWatcher,
- * GetWatcherEvents, RemoveWatcher), by polling: a snapshot of the tree
- * (the agent's confined FILE_LIST, `depth` levels, at most MAX_ENTRIES
- * entries) is taken every POLL_MS and compared with the last one; what
- * appeared is CREATE, what went is REMOVE, a size or mtime change WRITE,
- * a mode change CHMOD.  A rename shows as REMOVE + CREATE, and changes
- * that undo themselves within one poll are not seen.  No agent change:
- * it works the same on every backend; an inotify service in the agent
- * is what would replace it (docs/e2b.md). */
+ * GetWatcherEvents, RemoveWatcher) over the agent's inotify watches
+ * (agent/watch.c): every change is an event as it happens, nothing is
+ * polled.  Event types as envd's: CREATE, WRITE, REMOVE, RENAME (the old
+ * name of a rename; the new one comes as CREATE), CHMOD.  A watch past
+ * the agent's bounds (directories, depth, events not taken) ends with
+ * resource_exhausted, one whose directory went with not_found.
+ *
+ * WatchDir holds one agent connection for the stream; a watcher made by
+ * CreateWatcher holds one until RemoveWatcher (or until a
+ * GetWatcherEvents finds it ended), its events waiting in the agent and
+ * on that connection (a window's worth) between two GetWatcherEvents. */
 #include "daemon/e2b-internal.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,115 +21,42 @@
 #include "base/cleanup.h"
 #include "base/xalloc.h"
 
-#define POLL_MS      200
-#define MAX_ENTRIES  10000
-#define MAX_DEPTH    16
-#define MAX_WATCHERS 64
-#define MAX_PENDING  1000
+#define PEER_CHECK_MS 1000
+#define MAX_WATCHERS  64
+#define MAX_BATCH     10000 /* events in one GetWatcherEvents answer */
 
-struct snap_ent_s {
-	char *rel;
-	struct ab_agent_stat_s st;
-};
-
-struct snap_s {
-	struct snap_ent_s *v;
-	size_t n;
-};
-
-static void
-snap_free (struct snap_s *s)
+static const char *
+type_name (ab_agent_watch_op op)
 {
-	for (size_t i = 0; i < s->n; i++)
-		free (s->v[i].rel);
-	free (s->v);
-	s->v = NULL;
-	s->n = 0;
-}
-
-static int
-snap_walk (ab_agent_conn_t *c, const char *root, const char *rel, unsigned depth, struct snap_s *s,
-           ab_error_t *err)
-{
-	cleanup_free char *dir = rel ? xasprintf ("%s/%s", root, rel) : xstrdup (root);
-	struct ab_agent_dirent_s *v = NULL;
-	size_t n = 0;
-	int r = 0;
-
-	if (ab_agent_file_list (c, dir, &v, &n, err) < 0)
-		return -1;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		char *name = rel ? xasprintf ("%s/%s", rel, v[i].name) : xstrdup (v[i].name);
-		if (s->n == MAX_ENTRIES) {
-			free (name);
-			r = ab_error (err, 0, AB_E_LIMIT, "more than %d entries to watch",
-			              MAX_ENTRIES);
-			break;
-		}
-		s->v = xrealloc (s->v, (s->n + 1) * sizeof *s->v);
-		s->v[s->n].rel = name;
-		s->v[s->n++].st = v[i].st;
-		if (depth > 1 && v[i].st.type == AB_AGENT_FT_DIR)
-			r = snap_walk (c, root, name, depth - 1, s, err);
+	switch (op) {
+	case AB_AGENT_WATCH_CREATE: return "EVENT_TYPE_CREATE";
+	case AB_AGENT_WATCH_WRITE: return "EVENT_TYPE_WRITE";
+	case AB_AGENT_WATCH_REMOVE: return "EVENT_TYPE_REMOVE";
+	case AB_AGENT_WATCH_RENAME: return "EVENT_TYPE_RENAME";
+	case AB_AGENT_WATCH_CHMOD: return "EVENT_TYPE_CHMOD";
+	default: return "EVENT_TYPE_UNSPECIFIED";
 	}
-	ab_agent_dirents_free (v, n);
-	return r;
 }
 
-static int
-by_rel (const void *a, const void *b)
-{
-	return strcmp (((const struct snap_ent_s *)a)->rel, ((const struct snap_ent_s *)b)->rel);
-}
-
-static int
-snap_take (ab_agent_conn_t *c, const char *root, bool recursive, struct snap_s *s, ab_error_t *err)
-{
-	memset (s, 0, sizeof *s);
-	if (snap_walk (c, root, NULL, recursive ? MAX_DEPTH : 1, s, err) < 0) {
-		snap_free (s);
-		return -1;
-	}
-	qsort (s->v, s->n, sizeof *s->v, by_rel);
-	return 0;
-}
-
+/* {name, type[, entry]}; the entry (envd >= 0.6.3's includeEntry) is the
+ * path's EntryInfo now, absent when it is already gone. */
 static json_t *
-event (const char *name, const char *type)
+event_json (ab_agent_conn_t *c, const char *dir, const struct ab_agent_watch_event_s *ev,
+            bool with_entry, struct ab_e2b_names_s *names)
 {
-	return json_pack ("{s:s, s:s}", "name", name, "type", type);
-}
+	json_t *e = json_pack ("{s:s, s:s}", "name", ev->name, "type", type_name (ev->op));
+	cleanup_free char *path = NULL;
+	cleanup_free char *target = NULL;
+	cleanup_strv char **xattrs = NULL;
+	struct ab_agent_stat_s st;
+	ab_error_t err = AB_ERROR_INIT;
 
-/* The events from a to b, appended to out (at most max). */
-static void
-diff (const struct snap_s *a, const struct snap_s *b, json_t *out, size_t max)
-{
-	size_t i = 0, j = 0;
-
-	while ((i < a->n || j < b->n) && json_array_size (out) < max) {
-		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp (a->v[i].rel, b->v[j].rel);
-		if (c < 0) {
-			json_array_append_new (out, event (a->v[i++].rel, "EVENT_TYPE_REMOVE"));
-		} else if (c > 0) {
-			json_array_append_new (out, event (b->v[j++].rel, "EVENT_TYPE_CREATE"));
-		} else {
-			const struct ab_agent_stat_s *x = &a->v[i].st, *y = &b->v[j].st;
-			if (x->type != y->type) {
-				json_array_append_new (out,
-				                       event (a->v[i].rel, "EVENT_TYPE_REMOVE"));
-				json_array_append_new (out,
-				                       event (b->v[j].rel, "EVENT_TYPE_CREATE"));
-			} else if (x->type != AB_AGENT_FT_DIR
-			           && (x->size != y->size || x->mtime_ms != y->mtime_ms))
-				json_array_append_new (out,
-				                       event (b->v[j].rel, "EVENT_TYPE_WRITE"));
-			else if (x->mode != y->mode)
-				json_array_append_new (out,
-				                       event (b->v[j].rel, "EVENT_TYPE_CHMOD"));
-			i++;
-			j++;
-		}
-	}
+	if (!with_entry || ev->op == AB_AGENT_WATCH_REMOVE || ev->op == AB_AGENT_WATCH_RENAME)
+		return e;
+	path = xasprintf ("%s%s%s", dir, dir[strlen (dir) - 1] == '/' ? "" : "/", ev->name);
+	if (ab_agent_file_stat_target (c, path, &st, &target, &xattrs, &err) == 0)
+		json_object_set_new (e, "entry", ab_e2b_entry (path, &st, target, xattrs, names));
+	return e;
 }
 
 static int
@@ -140,97 +69,94 @@ open_conn (struct ab_e2b_call_s *call, ab_agent_conn_t **c, ab_error_t *err)
 	return 0;
 }
 
-/* The directory to watch: it must be one. */
-static char *
-watch_path (struct ab_e2b_call_s *call, ab_agent_conn_t *c, ab_error_t *err)
+/* The watch of call's `path` on a new connection. */
+static int
+watch_begin (struct ab_e2b_call_s *call, ab_agent_conn_t **c, char **path, uint32_t *watch,
+             ab_error_t *err)
 {
 	const char *p = json_string_value (json_object_get (call->msg, "path"));
-	char *path;
-	struct ab_agent_stat_s st;
+	bool rec = json_is_true (json_object_get (call->msg, "recursive"));
 
+	*c = NULL;
+	*path = NULL;
 	if (!p)
-		return ab_error (err, 0, AB_E_INVALID, "'path' is required"), NULL;
-	path = ab_e2b_path (call, p);
-	if (ab_agent_file_stat (c, path, &st, err) < 0) {
-		free (path);
-		return NULL;
+		return ab_error (err, 0, AB_E_INVALID, "'path' is required");
+	*path = ab_e2b_path (call, p);
+	if (open_conn (call, c, err) < 0 || ab_agent_watch_start (*c, *path, rec, watch, err) < 0) {
+		ab_agent_close (*c);
+		*c = NULL;
+		free (*path);
+		*path = NULL;
+		return -1;
 	}
-	if (st.type != AB_AGENT_FT_DIR) {
-		ab_error (err, ENOTDIR, AB_E_INVALID, "%s is not a directory", path);
-		free (path);
-		return NULL;
-	}
-	return path;
+	return 0;
 }
 
 void
 ab_e2b_watch_dir (struct ab_e2b_call_s *call)
 {
 	ab_error_t err = AB_ERROR_INIT;
-	ab_agent_conn_t *c = NULL;
+	ab_agent_conn_t *c;
 	cleanup_free char *path = NULL;
-	bool rec = json_is_true (json_object_get (call->msg, "recursive"));
+	bool with_entry = json_is_true (json_object_get (call->msg, "includeEntry"));
 	uint64_t keep_ms = (uint64_t)ab_e2b_keepalive_s (call) * 1000, quiet = 0;
-	struct snap_s old, now;
+	uint32_t watch;
+	struct ab_e2b_names_s names = { 0 };
 
-	if (open_conn (call, &c, &err) < 0 || !(path = watch_path (call, c, &err))
-	    || snap_take (c, path, rec, &old, &err) < 0) {
+	if (watch_begin (call, &c, &path, &watch, &err) < 0) {
 		ab_e2b_fail_err (call, &err);
-		ab_agent_close (c);
 		return;
 	}
+	names.c = c;
 	if (ab_e2b_stream_begin (call) < 0
 	    || ab_e2b_stream_msg (call, json_pack ("{s:{}}", "start")) < 0)
 		goto out;
 	for (;;) {
-		json_t *evs = json_array ();
-		size_t i;
-		json_t *e;
-		struct pollfd p = { .fd = call->r->fd, .events = POLLRDHUP };
-
-		if (poll (&p, 1, POLL_MS) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-			json_decref (evs);
-			call->r->close = true;
-			break;
-		}
-		if (snap_take (c, path, rec, &now, &err) < 0) {
-			json_decref (evs);
+		struct ab_agent_watch_event_s ev;
+		int rc = ab_agent_watch_next (c, watch, &ev, PEER_CHECK_MS, &err);
+		if (rc < 0) {
 			ab_e2b_stream_end (call, ab_e2b_code_of (&err), err.msg);
 			break;
 		}
-		diff (&old, &now, evs, MAX_PENDING);
-		snap_free (&old);
-		old = now;
-		quiet = json_array_size (evs) ? 0 : quiet + POLL_MS;
-		json_array_foreach (
-		        evs, i,
-		        e) if (ab_e2b_stream_msg (call, json_pack ("{s:O}", "filesystem", e))
-		               < 0) break;
-		json_decref (evs);
-		if (quiet >= keep_ms) {
-			quiet = 0;
-			if (ab_e2b_stream_msg (call, json_pack ("{s:{}}", "keepalive")) < 0)
+		if (rc == 0) {
+			if (ab_req_peer_gone (call->r)) {
+				call->r->close = true;
 				break;
+			}
+			quiet += PEER_CHECK_MS;
+			if (quiet >= keep_ms) {
+				quiet = 0;
+				if (ab_e2b_stream_msg (call, json_pack ("{s:{}}", "keepalive")) < 0)
+					break;
+			}
+			continue;
 		}
-		if (call->r->close)
+		quiet = 0;
+		if (ab_e2b_stream_msg (call,
+		                       json_pack ("{s:o}", "filesystem",
+		                                  event_json (c, path, &ev, with_entry, &names)))
+		    < 0)
 			break;
 	}
 out:
-	snap_free (&old);
-	ab_agent_close (c);
+	ab_e2b_names_free (&names);
+	ab_agent_close (c); /* the agent drops the watch with the session */
 }
 
-/* ---- watchers polled by GetWatcherEvents ------------------------------------ */
+/* ---- watchers read by GetWatcherEvents ------------------------------------ */
 
 struct watcher_s {
 	char id[33];
 	char box[AB_BOX_ID_LEN + 1];
 	char *path;
-	bool recursive;
-	struct snap_s snap;
+	bool with_entry;
+	ab_agent_conn_t *c;
+	uint32_t watch;
 	bool used;
 };
 
+/* Held while a watcher's connection is used: GetWatcherEvents only takes
+ * what has already arrived, so it is held for a short while. */
 static pthread_mutex_t watchers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watcher_s watchers[MAX_WATCHERS];
 
@@ -245,16 +171,24 @@ find (const char *box, const char *id)
 }
 
 static void
-create_watcher (struct ab_e2b_call_s *call, ab_agent_conn_t *c)
+watcher_clear (struct watcher_s *w)
+{
+	ab_agent_close (w->c);
+	free (w->path);
+	memset (w, 0, sizeof *w);
+}
+
+static void
+create_watcher (struct ab_e2b_call_s *call)
 {
 	ab_error_t err = AB_ERROR_INIT;
-	cleanup_free char *path = watch_path (call, c, &err);
-	bool rec = json_is_true (json_object_get (call->msg, "recursive"));
 	struct watcher_s *w = NULL;
-	struct snap_s s;
+	ab_agent_conn_t *c;
+	char *path;
+	uint32_t watch;
 	uint8_t raw[16];
 
-	if (!path || snap_take (c, path, rec, &s, &err) < 0) {
+	if (watch_begin (call, &c, &path, &watch, &err) < 0) {
 		ab_e2b_fail_err (call, &err);
 		return;
 	}
@@ -268,42 +202,54 @@ create_watcher (struct ab_e2b_call_s *call, ab_agent_conn_t *c)
 		for (size_t i = 0; i < sizeof raw; i++)
 			snprintf (w->id + 2 * i, 3, "%02x", raw[i]);
 		snprintf (w->box, sizeof w->box, "%s", call->b->id);
-		w->path = xstrdup (path);
-		w->recursive = rec;
-		w->snap = s;
+		w->path = path;
+		w->with_entry = json_is_true (json_object_get (call->msg, "includeEntry"));
+		w->c = c;
+		w->watch = watch;
 		w->used = true;
 	}
 	pthread_mutex_unlock (&watchers_lock);
 	if (!w) {
-		snap_free (&s);
+		ab_agent_close (c);
+		free (path);
 		ab_e2b_fail (call, "resource_exhausted", "at most %d watchers", MAX_WATCHERS);
 		return;
 	}
 	ab_e2b_unary (call, json_pack ("{s:s}", "watcherId", w->id));
 }
 
+/* What has arrived for w, into evs; -1 when the watch ended (err says why). */
+static int
+drain (struct watcher_s *w, json_t *evs, ab_error_t *err)
+{
+	struct ab_e2b_names_s names = { .c = w->c };
+	int rc = 0;
+
+	while (json_array_size (evs) < MAX_BATCH) {
+		struct ab_agent_watch_event_s ev;
+		if ((rc = ab_agent_watch_next (w->c, w->watch, &ev, 0, err)) <= 0)
+			break;
+		json_array_append_new (evs, event_json (w->c, w->path, &ev, w->with_entry, &names));
+	}
+	ab_e2b_names_free (&names);
+	return rc < 0 ? -1 : 0;
+}
+
 static void
-watcher_events (struct ab_e2b_call_s *call, ab_agent_conn_t *c, bool remove)
+watcher_events (struct ab_e2b_call_s *call, bool remove)
 {
 	ab_error_t err = AB_ERROR_INIT;
 	const char *id = json_string_value (json_object_get (call->msg, "watcherId"));
 	struct watcher_s *w;
-	struct snap_s now = { 0 };
 	json_t *evs = json_array ();
 	int r = 0;
 
-	/* Held across the agent's answer: watchers are few and polled. */
 	pthread_mutex_lock (&watchers_lock);
 	w = find (call->b->id, id);
-	if (w && remove) {
-		snap_free (&w->snap);
-		free (w->path);
-		memset (w, 0, sizeof *w);
-	} else if (w && (r = snap_take (c, w->path, w->recursive, &now, &err)) == 0) {
-		diff (&w->snap, &now, evs, MAX_PENDING);
-		snap_free (&w->snap);
-		w->snap = now;
-	}
+	if (w && !remove && (r = drain (w, evs, &err)) < 0)
+		remove = true; /* ended: events were lost or the directory went */
+	if (w && remove)
+		watcher_clear (w);
 	pthread_mutex_unlock (&watchers_lock);
 	if (!w)
 		ab_e2b_fail (call, "not_found", "no watcher '%s'", id ? id : "");
@@ -311,23 +257,16 @@ watcher_events (struct ab_e2b_call_s *call, ab_agent_conn_t *c, bool remove)
 		ab_e2b_fail_err (call, &err);
 	else if (remove)
 		ab_e2b_unary (call, json_object ());
-	else {
+	else
 		ab_e2b_unary (call, json_pack ("{s:O}", "events", evs));
-	}
 	json_decref (evs);
 }
 
 void
 ab_e2b_watchers (struct ab_e2b_call_s *call)
 {
-	ab_error_t err = AB_ERROR_INIT;
-	ab_agent_conn_t *c = NULL;
-
-	if (open_conn (call, &c, &err) < 0)
-		ab_e2b_fail_err (call, &err);
-	else if (strcmp (call->method, "CreateWatcher") == 0)
-		create_watcher (call, c);
+	if (strcmp (call->method, "CreateWatcher") == 0)
+		create_watcher (call);
 	else
-		watcher_events (call, c, strcmp (call->method, "RemoveWatcher") == 0);
-	ab_agent_close (c);
+		watcher_events (call, strcmp (call->method, "RemoveWatcher") == 0);
 }

@@ -102,6 +102,8 @@ static const struct field_s fields[AB_TAG_MAX_] = {
 	[AB_TAG_MORE] = BOOL (more),
 	[AB_TAG_CONN] = U32 (conn),
 	[AB_TAG_EGRESS_STREAM] = BOOL (egress_stream),
+	[AB_TAG_EVENT] = { F_U32, 0, OFF (event), 0, AB_WIRE_WATCH_CHMOD },
+	[AB_TAG_XATTR] = STRV (xattrs),
 };
 
 #define B(t) (UINT64_C (1) << AB_TAG_##t)
@@ -115,7 +117,8 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_HELLO, B (VERSION), B (FEATURES) | B (LANDLOCK_ABI) | B (CONFIGURED) },
 	{ AB_MSG_OK, B (REQ_ID),
 	  B (PID) | B (SIZE) | B (MODE) | B (FTYPE) | B (MTIME_MS) | B (ENTRY) | B (PROC) | B (MORE)
-	          | B (LANDLOCK_ABI) | B (BYTES) | B (PORT) },
+	          | B (LANDLOCK_ABI) | B (BYTES) | B (PORT) | B (UID) | B (GID) | B (TO)
+	          | B (XATTR) },
 	{ AB_MSG_FAIL, B (REQ_ID) | B (CODE), B (ERRNO) | B (MESSAGE) },
 	{ AB_MSG_CONFIG, B (REQ_ID), B (ROOT) | B (RW_PATH) | B (NOFILE) | B (UID) | B (GID) },
 	{ AB_MSG_WINDOW, B (BYTES), 0 },
@@ -131,12 +134,14 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_PROC_STDIN, B (REQ_ID) | B (PID) | B (DATA), 0 },
 	{ AB_MSG_PROC_CLOSE_STDIN, B (REQ_ID) | B (PID), 0 },
 	{ AB_MSG_FILE_READ, B (REQ_ID) | B (PATH) | B (CHANNEL), 0 },
-	{ AB_MSG_FILE_WRITE, B (REQ_ID) | B (PATH) | B (CHANNEL), B (MODE) },
+	{ AB_MSG_FILE_WRITE, B (REQ_ID) | B (PATH) | B (CHANNEL), B (MODE) | B (XATTR) },
 	{ AB_MSG_FILE_LIST, B (REQ_ID) | B (PATH), 0 },
 	{ AB_MSG_FILE_STAT, B (REQ_ID) | B (PATH), 0 },
 	{ AB_MSG_FILE_MKDIR, B (REQ_ID) | B (PATH), B (MODE) },
 	{ AB_MSG_FILE_REMOVE, B (REQ_ID) | B (PATH), B (RECURSIVE) },
 	{ AB_MSG_FILE_RENAME, B (REQ_ID) | B (PATH) | B (TO), 0 },
+	{ AB_MSG_FILE_WATCH, B (REQ_ID) | B (PATH) | B (CHANNEL), B (RECURSIVE) },
+	{ AB_MSG_WATCH_EVENT, B (EVENT) | B (NAME), B (FTYPE) },
 	{ AB_MSG_PORT_OPEN, B (REQ_ID) | B (PORT) | B (CHANNEL), 0 },
 	{ AB_MSG_EGRESS_LISTEN, B (REQ_ID) | B (PORT), B (EGRESS_STREAM) | B (TIMEOUT_MS) },
 	{ AB_MSG_EGRESS_READY, B (PORT) | B (CONN), 0 },
@@ -144,7 +149,8 @@ static const struct schema_s schemas[] = {
 	{ AB_MSG_EGRESS_CONN, 0, 0 },
 	{ AB_MSG_SHUTDOWN, B (REQ_ID), B (GRACE_MS) },
 	{ AB_MSG_PING, B (REQ_ID), 0 },
-	{ AB_MSG_NESTED_ENTRY, B (NAME), B (FTYPE) | B (SIZE) | B (MODE) | B (MTIME_MS) },
+	{ AB_MSG_NESTED_ENTRY, B (NAME),
+	  B (FTYPE) | B (SIZE) | B (MODE) | B (MTIME_MS) | B (UID) | B (GID) | B (TO) | B (XATTR) },
 	{ AB_MSG_NESTED_PROC, B (PID),
 	  B (ARG) | B (RUNNING) | B (TTY) | B (WAIT_STATUS) | B (TIMED_OUT) | B (EXEC_ERRNO)
 	          | B (STARTED_MS) },
@@ -249,7 +255,7 @@ take_u32 (const struct field_s *f, struct ab_msg_s *m, const struct ab_tlv_s *t,
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: value %u out of range", t->tag,
 		                 v);
 	if ((t->tag == AB_TAG_CHANNEL || t->tag == AB_TAG_PORT || t->tag == AB_TAG_SIGNAL
-	     || t->tag == AB_TAG_PID || t->tag == AB_TAG_CONN)
+	     || t->tag == AB_TAG_PID || t->tag == AB_TAG_CONN || t->tag == AB_TAG_EVENT)
 	    && v == 0)
 		return ab_error (err, 0, AB_E_INVALID, "TLV tag %u: must not be 0", t->tag);
 	*(uint32_t *)at (m, f->off) = v;
@@ -362,6 +368,7 @@ ab_msg_free (struct ab_msg_s *m)
 	free_strv (m->env);
 	free_strv (m->rw_paths);
 	free_strv (m->roots);
+	free_strv (m->xattrs);
 	for (size_t i = 0; i < m->n_entries; i++)
 		ab_msg_free (&m->entries[i]);
 	for (size_t i = 0; i < m->n_procs; i++)

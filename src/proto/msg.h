@@ -33,6 +33,7 @@ struct ab_msg_s {
 	uint32_t rows, cols, mode, ftype, bytes, wait_status, exec_errno, landlock_abi, port;
 	bool tty, stdin_open, recursive, running, timed_out, configured, more;
 	uint32_t conn;      /* TAG_CONN */
+	uint32_t event;     /* TAG_EVENT */
 	bool egress_stream; /* TAG_EGRESS_STREAM */
 	uint64_t timeout_ms, grace_ms, nofile, size, started_ms;
 	int64_t mtime_ms;
@@ -40,8 +41,8 @@ struct ab_msg_s {
 	/* Strings: encoded when non-NULL; owned after decode. */
 	char *cwd, *path, *to, *message, *name;
 	/* NULL-terminated vectors: encoded until NULL; owned after decode. */
-	char **argv, **env, **rw_paths, **roots;
-	size_t n_argv, n_env, n_rw_paths, n_roots;
+	char **argv, **env, **rw_paths, **roots, **xattrs;
+	size_t n_argv, n_env, n_rw_paths, n_roots, n_xattrs;
 	/* Raw bytes (TAG_DATA): encoded when non-NULL; after decode they point
 	 * into the payload that was decoded (not owned). */
 	const uint8_t *data;

@@ -71,6 +71,11 @@ enum ab_msg_type {
 	AB_MSG_FILE_MKDIR = 44,
 	AB_MSG_FILE_REMOVE = 45,
 	AB_MSG_FILE_RENAME = 46,
+	AB_MSG_FILE_WATCH = 47,  /* host -> agent: TAG_PATH (a directory), TAG_CHANNEL,
+	                            TAG_RECURSIVE; then WATCH_EVENT frames on the channel */
+	AB_MSG_WATCH_EVENT = 48, /* agent -> host on a watch channel: TAG_EVENT, TAG_NAME
+	                            (relative to the watched directory), TAG_FTYPE; its
+	                            payload counts against the channel's credit */
 	AB_MSG_PORT_OPEN = 50,
 	AB_MSG_EGRESS_OPEN = 51,  /* host -> agent: claim an announced egress connection
 	                             (TAG_CONN, TAG_CHANNEL); then DATA as for PORT_OPEN */
@@ -128,7 +133,9 @@ enum ab_msg_tag {
 	AB_TAG_MORE = 52,          /* u32 0/1: more OK frames follow for this REQ_ID */
 	AB_TAG_CONN = 53,          /* u32, non-zero: an egress connection waiting in the agent */
 	AB_TAG_EGRESS_STREAM = 54, /* u32 0/1: EGRESS_LISTEN without fd passing (EGRESS_READY) */
-	AB_TAG_MAX_ = 55,
+	AB_TAG_EVENT = 55,         /* u32 ab_wire_watch_event */
+	AB_TAG_XATTR = 56,         /* repeated KEY=VALUE: a file's user.e2b.KEY xattrs */
+	AB_TAG_MAX_ = 57,
 };
 
 /* Error kinds on the wire (TAG_CODE): fixed numbers, mapped to and from
@@ -149,6 +156,15 @@ enum ab_wire_ftype {
 	AB_WIRE_FT_FILE = 1,
 	AB_WIRE_FT_DIR = 2,
 	AB_WIRE_FT_SYMLINK = 3,
+};
+
+/* What a WATCH_EVENT reports (the names are envd's EventType). */
+enum ab_wire_watch_event {
+	AB_WIRE_WATCH_CREATE = 1, /* created, or renamed into the watched tree */
+	AB_WIRE_WATCH_WRITE = 2,
+	AB_WIRE_WATCH_REMOVE = 3,
+	AB_WIRE_WATCH_RENAME = 4, /* renamed away: the old name */
+	AB_WIRE_WATCH_CHMOD = 5,  /* attributes changed */
 };
 
 /* Version 2 flow control: bytes in flight per channel and direction. */

@@ -17,6 +17,9 @@ stat_from (const struct ab_msg_s *m, struct ab_agent_stat_s *st)
 	st->size = m->size;
 	st->mode = m->mode;
 	st->mtime_ms = m->mtime_ms;
+	st->has_ids = ab_msg_has (m, AB_TAG_UID) && ab_msg_has (m, AB_TAG_GID);
+	st->uid = m->uid;
+	st->gid = m->gid;
 }
 
 static void
@@ -169,6 +172,13 @@ int
 ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_agent_source_fn source,
                      void *ctx, uint64_t *written, ab_error_t *err)
 {
+	return ab_agent_file_write_meta (c, path, mode, NULL, source, ctx, written, err);
+}
+
+int
+ab_agent_file_write_meta (ab_agent_conn_t *c, const char *path, uint32_t mode, char *const *xattrs,
+                          ab_agent_source_fn source, void *ctx, uint64_t *written, ab_error_t *err)
+{
 	struct ab_ac_chan_s *ch = ab_ac_chan_new (c);
 	struct ab_msg_s m, reply;
 	int r;
@@ -179,6 +189,7 @@ ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_age
 	ab_msg_set (&m, channel, AB_TAG_CHANNEL, ch->id);
 	if (mode)
 		ab_msg_set (&m, mode, AB_TAG_MODE, mode & 07777);
+	m.xattrs = (char **)xattrs;
 	ab_msg_set (&m, req_id, AB_TAG_REQ_ID, ab_ac_next_req (c));
 	/* No wait for a go-ahead: the data follows the request at once, within
 	 * the initial window; a refusal arrives as FAIL and stops it. */
@@ -197,17 +208,37 @@ ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_age
 /* ---- one-shot calls --------------------------------------------------------------- */
 
 int
-ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
-                    ab_error_t *err)
+ab_agent_file_stat_target (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                           char **target, char ***xattrs, ab_error_t *err)
 {
 	struct ab_msg_s m, reply;
 
+	if (target)
+		*target = NULL;
+	if (xattrs)
+		*xattrs = NULL;
 	path_msg (&m, AB_MSG_FILE_STAT, path);
 	if (ab_ac_call (c, &m, &reply, err) < 0)
 		return -1;
 	stat_from (&reply, out);
+	if (target) {
+		*target = reply.to;
+		reply.to = NULL;
+	}
+	if (xattrs) {
+		*xattrs = reply.xattrs;
+		reply.xattrs = NULL;
+		reply.n_xattrs = 0;
+	}
 	ab_msg_free (&reply);
 	return 0;
+}
+
+int
+ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                    ab_error_t *err)
+{
+	return ab_agent_file_stat_target (c, path, out, NULL, NULL, err);
 }
 
 struct dirents_s {
@@ -228,7 +259,11 @@ add_entries (void *ctx, struct ab_msg_s *reply)
 		struct ab_agent_dirent_s *d = &(*v)[(*n)++];
 		stat_from (&reply->entries[i], &d->st);
 		d->name = reply->entries[i].name;
-		reply->entries[i].name = NULL;
+		d->target = reply->entries[i].to;
+		d->xattrs = reply->entries[i].xattrs;
+		reply->entries[i].name = reply->entries[i].to = NULL;
+		reply->entries[i].xattrs = NULL;
+		reply->entries[i].n_xattrs = 0;
 	}
 }
 
@@ -254,8 +289,13 @@ ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_dirent
 void
 ab_agent_dirents_free (struct ab_agent_dirent_s *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free (v[i].name);
+		free (v[i].target);
+		for (char **x = v[i].xattrs; x && *x; x++)
+			free (*x);
+		free (v[i].xattrs);
+	}
 	free (v);
 }
 

@@ -91,6 +91,14 @@ struct ab_ac_chan_s *ab_ac_chan_find (ab_agent_conn_t *c, uint32_t id);
 void ab_ac_chan_drop (ab_agent_conn_t *c, struct ab_ac_chan_s *ch);
 struct ab_ac_frame_s *ab_ac_queue_pop (struct ab_ac_queue_s *q);
 void ab_ac_frame_free (struct ab_ac_frame_s *f);
+/* A channel's frames handed to take(c, ch, f, ev, err) in order (it owns
+ * f; 1 = an event, 0 = keep going, -1 = error) until it reports one or
+ * timeout_ms (-1 = forever) passes (0); credit for what was consumed goes
+ * back before each wait. */
+typedef int (*ab_ac_take_fn) (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, struct ab_ac_frame_s *f,
+                              void *ev, ab_error_t *err);
+int ab_ac_chan_next (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, ab_ac_take_fn take, void *ev,
+                     int timeout_ms, ab_error_t *err);
 /* The caller used n bytes of the channel's data: grant them back (batched). */
 int ab_ac_consumed (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, size_t n, bool flush,
                     ab_error_t *err);

@@ -87,9 +87,10 @@ reset_error (const struct ab_ac_frame_s *f, ab_error_t *err)
 
 /* 1 = an event, 0 = nothing for this frame (keep going), -1 = error. */
 static int
-take (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, struct ab_ac_frame_s *f,
-      struct ab_agent_event_s *ev, ab_error_t *err)
+take (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, struct ab_ac_frame_s *f, void *evp,
+      ab_error_t *err)
 {
+	struct ab_agent_event_s *ev = evp;
 	int r = 0;
 
 	switch (f->type) {
@@ -120,7 +121,6 @@ int
 ab_agent_proc_next_event (ab_agent_conn_t *c, const struct ab_agent_proc_s *p,
                           struct ab_agent_event_s *ev, int timeout_ms, ab_error_t *err)
 {
-	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct ab_ac_chan_s *ch = p->channel ? ab_ac_chan_find (c, p->channel) : NULL;
 
 	free (c->event);
@@ -129,22 +129,7 @@ ab_agent_proc_next_event (ab_agent_conn_t *c, const struct ab_agent_proc_s *p,
 	if (!ch)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "process %u is not followed on this connection", p->pid);
-	for (;;) {
-		struct ab_ac_frame_s *f = ab_ac_queue_pop (&ch->q);
-		int k;
-		if (f) {
-			k = take (c, ch, f, ev, err);
-			if (k != 0)
-				return k;
-			continue;
-		}
-		/* About to wait: every consumed byte goes back as credit first. */
-		if (ab_ac_consumed (c, ch, 0, true, err) < 0)
-			return -1;
-		k = ab_ac_pump (c, ab_ac_remaining (deadline, timeout_ms), err);
-		if (k <= 0)
-			return k;
-	}
+	return ab_ac_chan_next (c, ch, take, ev, timeout_ms, err);
 }
 
 int

@@ -33,6 +33,29 @@ ab_ac_remaining (uint64_t deadline, int timeout_ms)
 }
 
 int
+ab_ac_chan_next (ab_agent_conn_t *c, struct ab_ac_chan_s *ch, ab_ac_take_fn take, void *ev,
+                 int timeout_ms, ab_error_t *err)
+{
+	uint64_t deadline = ab_mono_ms () + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+
+	for (;;) {
+		struct ab_ac_frame_s *f = ab_ac_queue_pop (&ch->q);
+		int k;
+		if (f) {
+			if ((k = take (c, ch, f, ev, err)) != 0)
+				return k;
+			continue;
+		}
+		/* About to wait: every consumed byte goes back as credit first. */
+		if (ab_ac_consumed (c, ch, 0, true, err) < 0)
+			return -1;
+		k = ab_ac_pump (c, ab_ac_remaining (deadline, timeout_ms), err);
+		if (k <= 0)
+			return k;
+	}
+}
+
+int
 ab_ac_broken (ab_agent_conn_t *c, ab_error_t *err)
 {
 	if (!c->broken && err->kind != AB_E_NONE)

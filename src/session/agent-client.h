@@ -30,6 +30,7 @@ typedef struct ab_agent_conn_s ab_agent_conn_t;
 #define AB_AGENT_FEATURE_PORT          (1U << 2)
 #define AB_AGENT_FEATURE_EGRESS_FD     (1U << 3)
 #define AB_AGENT_FEATURE_EGRESS_STREAM (1U << 4) /* EGRESS_READY / EGRESS_OPEN */
+#define AB_AGENT_FEATURE_WATCH         (1U << 5) /* FILE_WATCH (inotify) */
 
 /* What the agent said in its HELLO. */
 struct ab_agent_info_s {
@@ -175,13 +176,17 @@ typedef enum {
 struct ab_agent_stat_s {
 	ab_agent_file_type type;
 	uint64_t size;
-	uint32_t mode;    /* permission bits (07777) */
-	int64_t mtime_ms; /* Unix time in ms */
+	uint32_t mode;     /* permission bits (07777) */
+	int64_t mtime_ms;  /* Unix time in ms */
+	bool has_ids;      /* uid and gid said (an agent that does not say: false) */
+	uint32_t uid, gid; /* the owner as the sandbox sees it */
 };
 
 struct ab_agent_dirent_s {
 	char *name;
 	struct ab_agent_stat_s st; /* of the entry itself (symlinks not followed) */
+	char *target;              /* a symlink's target, else NULL */
+	char **xattrs; /* its user.e2b.* xattrs as KEY=VALUE (NULL-terminated), or NULL */
 };
 
 /* Called once before any data with the file's stat (may be NULL), then
@@ -203,16 +208,58 @@ int ab_agent_file_read (ab_agent_conn_t *c, const char *path,
  * directory must exist. */
 int ab_agent_file_write (ab_agent_conn_t *c, const char *path, uint32_t mode,
                          ab_agent_source_fn source, void *ctx, uint64_t *written, ab_error_t *err);
+/* The same with user.e2b.KEY xattrs set from xattrs (KEY=VALUE, NULL-
+ * terminated, at most 64) before the file appears; AB_E_INVALID where the
+ * file system keeps none. */
+int ab_agent_file_write_meta (ab_agent_conn_t *c, const char *path, uint32_t mode,
+                              char *const *xattrs, ab_agent_source_fn source, void *ctx,
+                              uint64_t *written, ab_error_t *err);
 int ab_agent_file_list (ab_agent_conn_t *c, const char *path, struct ab_agent_dirent_s **out,
                         size_t *n, ab_error_t *err);
 void ab_agent_dirents_free (struct ab_agent_dirent_s *v, size_t n);
 int ab_agent_file_stat (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
                         ab_error_t *err);
+/* The same, and a symlink's target in *target (a new string; NULL for
+ * anything else) and, when xattrs is not NULL, the user.e2b.* xattrs as
+ * KEY=VALUE strings (a new NULL-terminated vector, or NULL). */
+int ab_agent_file_stat_target (ab_agent_conn_t *c, const char *path, struct ab_agent_stat_s *out,
+                               char **target, char ***xattrs, ab_error_t *err);
 /* mkdir -p; mode 0 = 0755.  An existing directory is success. */
 int ab_agent_file_mkdir (ab_agent_conn_t *c, const char *path, uint32_t mode, ab_error_t *err);
 /* Never follows symlinks: a symlink is removed, not its target. */
 int ab_agent_file_remove (ab_agent_conn_t *c, const char *path, bool recursive, ab_error_t *err);
 int ab_agent_file_rename (ab_agent_conn_t *c, const char *from, const char *to, ab_error_t *err);
+
+/* --- directory watches (agent-client-watch.c) ----------------------------
+ * inotify in the agent on a directory (and, recursive, its whole tree),
+ * streamed on a channel of this connection.  Names are relative to the
+ * watched directory; a rename is RENAME (old name) then CREATE (new name).
+ * The agent bounds a watch (directories, depth, events the caller has not
+ * taken yet): past a bound, or when the watched directory goes, the next
+ * call fails with AB_E_LIMIT (events were lost) or AB_E_NOT_FOUND. */
+
+typedef enum {
+	AB_AGENT_WATCH_CREATE = 1,
+	AB_AGENT_WATCH_WRITE,
+	AB_AGENT_WATCH_REMOVE,
+	AB_AGENT_WATCH_RENAME,
+	AB_AGENT_WATCH_CHMOD,
+} ab_agent_watch_op;
+
+struct ab_agent_watch_event_s {
+	ab_agent_watch_op op;
+	const char *name; /* valid until the next call on c */
+	bool is_dir;
+};
+
+/* AB_E_INVALID when path is not a directory; *watch names it on c. */
+int ab_agent_watch_start (ab_agent_conn_t *c, const char *path, bool recursive, uint32_t *watch,
+                          ab_error_t *err);
+/* 1 with an event, 0 when timeout_ms (-1 = forever) passed, -1 on error. */
+int ab_agent_watch_next (ab_agent_conn_t *c, uint32_t watch, struct ab_agent_watch_event_s *ev,
+                         int timeout_ms, ab_error_t *err);
+/* Stop the watch (the agent drops its inotify watches). */
+int ab_agent_watch_stop (ab_agent_conn_t *c, uint32_t watch, ab_error_t *err);
 
 /* --- ports ---------------------------------------------------------------
  * A byte stream to 127.0.0.1:port inside the sandbox.  On success the

@@ -32,3 +32,12 @@ setup() {
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
 }
+
+@test "e2b on gVisor: watchDir (the bounds that take thousands of files run in e2b.bats)" {
+	E2B_WATCH_LIGHT=1
+	export E2B_WATCH_LIGHT
+	run e2b_node watch
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
+}

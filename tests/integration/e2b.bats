@@ -31,6 +31,21 @@ setup() {
 	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
 }
 
+@test "e2b: watchDir over inotify (every event type, recursive or not, renames, bounds)" {
+	run e2b_node watch
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
+}
+
+@test "e2b: network (allowOut CIDR reached, others refused, no internet access, denyOut CIDRs refused)" {
+	command -v curl >/dev/null || skip "curl is missing"
+	run e2b_node network
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '^done ')" -eq 2 ]
+}
+
 @test "e2b: lifecycle (connect, getInfo, metadata list, setTimeout, expiry, kill, isolation)" {
 	run e2b_node lifecycle
 	echo "$output"

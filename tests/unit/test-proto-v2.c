@@ -131,8 +131,11 @@ sample (uint16_t type, struct ab_msg_s *m)
 		ab_msg_set (m, req_id, AB_TAG_REQ_ID, 1);
 		m->path = (char *)"/workspace/a b";
 		ab_msg_set (m, channel, AB_TAG_CHANNEL, 2);
-		if (type == AB_MSG_FILE_WRITE)
+		if (type == AB_MSG_FILE_WRITE) {
+			static char *xattrs[] = { (char *)"owner=me", (char *)"k=", NULL };
 			ab_msg_set (m, mode, AB_TAG_MODE, 0600);
+			m->xattrs = xattrs;
+		}
 		break;
 	case AB_MSG_FILE_LIST:
 	case AB_MSG_FILE_STAT:
@@ -147,6 +150,17 @@ sample (uint16_t type, struct ab_msg_s *m)
 			ab_msg_set (m, recursive, AB_TAG_RECURSIVE, true);
 		if (type == AB_MSG_FILE_RENAME)
 			m->to = (char *)"y";
+		break;
+	case AB_MSG_FILE_WATCH:
+		ab_msg_set (m, req_id, AB_TAG_REQ_ID, 1);
+		m->path = (char *)"/workspace";
+		ab_msg_set (m, channel, AB_TAG_CHANNEL, 2);
+		ab_msg_set (m, recursive, AB_TAG_RECURSIVE, true);
+		break;
+	case AB_MSG_WATCH_EVENT:
+		ab_msg_set (m, event, AB_TAG_EVENT, AB_WIRE_WATCH_RENAME);
+		m->name = (char *)"a/b";
+		ab_msg_set (m, ftype, AB_TAG_FTYPE, AB_WIRE_FT_DIR);
 		break;
 	case AB_MSG_PORT_OPEN:
 	case AB_MSG_EGRESS_LISTEN:
@@ -178,7 +192,8 @@ static const uint16_t all_types[] = {
 	AB_MSG_FILE_MKDIR,    AB_MSG_FILE_REMOVE,
 	AB_MSG_FILE_RENAME,   AB_MSG_PORT_OPEN,
 	AB_MSG_EGRESS_LISTEN, AB_MSG_SHUTDOWN,
-	AB_MSG_PING,
+	AB_MSG_PING,          AB_MSG_FILE_WATCH,
+	AB_MSG_WATCH_EVENT,
 };
 
 static void
@@ -334,7 +349,8 @@ static const uint8_t u32_zero[4] = { 0, 0, 0, 0 }, u32_two[4] = { 0, 0, 0, 2 },
                      u32_big[4] = { 0, 1, 0, 0 }, u32_65[4] = { 0, 0, 0, 65 },
                      u32_mode[4] = { 0, 0, 0x10, 0 }, u32_code[4] = { 0, 0, 0, 8 },
                      u32_four[4] = { 0, 0, 0, 4 }, three[3] = { 0, 0, 1 },
-                     five[5] = { 0, 0, 0, 0, 1 }, nul_str[3] = { 'a', 0, 'b' };
+                     five[5] = { 0, 0, 0, 0, 1 }, nul_str[3] = { 'a', 0, 'b' },
+                     u32_six[4] = { 0, 0, 0, 6 };
 
 /* A valid sample with one record replaced (or added): each is refused. */
 static const struct bad_case_s bad_cases[] = {
@@ -358,6 +374,9 @@ static const struct bad_case_s bad_cases[] = {
 	{ "string with NUL", AB_MSG_FILE_RENAME, AB_TAG_TO, nul_str, 3, false },
 	{ "code out of range", AB_MSG_RESET, AB_TAG_CODE, u32_code, 4, false },
 	{ "file type out of range", AB_MSG_OK, AB_TAG_FTYPE, u32_four, 4, false },
+	{ "watch event 0", AB_MSG_WATCH_EVENT, AB_TAG_EVENT, u32_zero, 4, false },
+	{ "watch event out of range", AB_MSG_WATCH_EVENT, AB_TAG_EVENT, u32_six, 4, false },
+	{ "watch without a channel", AB_MSG_FILE_WATCH, AB_TAG_CHANNEL, u32_zero, 4, false },
 	{ "nested record not a record", AB_MSG_OK, AB_TAG_ENTRY, three, 3, true },
 };
 
@@ -419,11 +438,12 @@ test_missing_required (void **state)
 		ab_error_t err = AB_ERROR_INIT;
 
 		sample (all_types[i], &m);
-		/* Drop REQ_ID (or VERSION / BYTES / WAIT_STATUS, the required
-		 * field of the message types without one). */
+		/* Drop REQ_ID (or VERSION / BYTES / WAIT_STATUS / EVENT, the
+		 * required field of the message types without one). */
 		m.present &=
 		        ~((UINT64_C (1) << AB_TAG_REQ_ID) | (UINT64_C (1) << AB_TAG_VERSION)
-		          | (UINT64_C (1) << AB_TAG_BYTES) | (UINT64_C (1) << AB_TAG_WAIT_STATUS));
+		          | (UINT64_C (1) << AB_TAG_BYTES) | (UINT64_C (1) << AB_TAG_WAIT_STATUS)
+		          | (UINT64_C (1) << AB_TAG_EVENT));
 		encode (&m, &w);
 		if (all_types[i] == AB_MSG_RESET)
 			assert_int_equal (ab_msg_decode (all_types[i], w.buf, w.len, &d, &err), 0);
