@@ -26,6 +26,14 @@ int ab_agent_spawn (const struct ab_exec_msg_s *req, const int *stdio, struct ab
 /* Steps run in the forked child; on failure they return -1 with errno set. */
 int ab_confine_ids (uid_t uid, gid_t gid);
 int ab_confine_lock_capabilities (void);
+/* Empty the calling thread's bounding set (needs CAP_SETPCAP; the
+ * permitted and effective sets are untouched). */
+int ab_confine_drop_bounding_set (void);
+/* ab_confine_lock_capabilities for a child whose parent emptied its own
+ * bounding set (ab_confine_drop_bounding_set; a child inherits it): the
+ * securebits and the ambient set, without the drops that would repeat
+ * it (41 system calls, each trapped under gVisor's ptrace platform). */
+int ab_confine_lock_capabilities_inherited (void);
 int ab_confine_clear_capabilities (void);
 int ab_confine_landlock (char *const *rw_paths, size_t n, int *abi_out);
 int ab_confine_seccomp (void);

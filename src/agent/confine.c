@@ -35,8 +35,8 @@ ab_confine_ids (uid_t uid, gid_t gid)
 	return setresuid (uid, uid, uid);
 }
 
-static int
-drop_bounding_set (void)
+int
+ab_confine_drop_bounding_set (void)
 {
 	for (int cap = 0; cap <= 63; cap++) {
 		if (prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
@@ -51,8 +51,8 @@ drop_bounding_set (void)
 /* Lock the securebits and empty the bounding and ambient sets so that no
  * later execve (of uid 0 or a file with capabilities) can regain any.
  * Needs CAP_SETPCAP: runs before the switch to the command's ids. */
-int
-ab_confine_lock_capabilities (void)
+static int
+lock_capabilities (bool bounding_empty)
 {
 	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP
 	                           | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED
@@ -68,11 +68,23 @@ ab_confine_lock_capabilities (void)
 	 * (capabilities(7)). */
 	if (prctl (PR_SET_SECUREBITS, bits, 0, 0, 0) < 0 && errno != EINVAL)
 		return -1;
-	if (drop_bounding_set () < 0)
+	if (!bounding_empty && ab_confine_drop_bounding_set () < 0)
 		return -1;
 	if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -1;
 	return 0;
+}
+
+int
+ab_confine_lock_capabilities (void)
+{
+	return lock_capabilities (false);
+}
+
+int
+ab_confine_lock_capabilities_inherited (void)
+{
+	return lock_capabilities (true);
 }
 
 /* Empty the effective, permitted and inheritable sets (after the id switch). */

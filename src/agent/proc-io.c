@@ -8,6 +8,7 @@
  * STDIN frames (credit returned as bytes reach the pipe) and PROC_STDIN
  * requests (answered as their bytes reach the pipe). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -106,7 +107,9 @@ ab_proc_io_start (struct ab_proc_s *p, int out_fd, int err_fd)
 		p->out[i].w.fd = -1;
 		if (fds[i] < 0)
 			continue;
-		ab_set_nonblock (fds[i], 1);
+		/* A fresh pipe's read end or pty dup has no status flag to
+		 * keep: one F_SETFL instead of ab_set_nonblock's two calls. */
+		fcntl (fds[i], F_SETFL, O_NONBLOCK);
 		if (ab_loop_add (&p->out[i].w, fds[i], EPOLLIN, on_output, &p->out[i]) < 0)
 			close_stream (&p->out[i]);
 	}

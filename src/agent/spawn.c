@@ -64,14 +64,51 @@ static void __attribute__ ((noreturn)) child_fail (int report_fd, int stage)
 	_exit (stage == STAGE_EXEC ? (f.errnum == ENOENT ? 127 : 126) : 125);
 }
 
+/* The signals whose disposition in the agent is not SIG_DFL: the agent
+ * installs no handler, so these are the ignored ones (SIGPIPE, and any
+ * it inherited ignored), and ignored dispositions survive execve.  The
+ * agent sets its dispositions at start, before any command, so they are
+ * looked up once; each child then resets these few instead of all 64
+ * (under gVisor's ptrace platform every one is a trapped system call). */
+static sigset_t not_default;
+static bool not_default_known;
+
+static void
+learn_dispositions (void)
+{
+	struct sigaction sa;
+
+	if (not_default_known)
+		return;
+	sigemptyset (&not_default);
+	for (int s = 1; s < NSIG; s++)
+		if (sigaction (s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
+			sigaddset (&not_default, s);
+	not_default_known = true;
+}
+
+/* The agent's own bounding set, emptied once before its first command:
+ * the agent execs nothing but commands, whose bounding sets are emptied
+ * anyway, and it keeps its permitted and effective sets.  Each child
+ * then inherits the empty set instead of dropping 41 capabilities. */
+static bool bounding_empty;
+
+static void
+empty_bounding_set (void)
+{
+	if (!bounding_empty)
+		bounding_empty = ab_confine_drop_bounding_set () == 0;
+}
+
 static void
 reset_signals (void)
 {
-	sigset_t all;
+	sigset_t none;
 	for (int s = 1; s < NSIG; s++)
-		signal (s, SIG_DFL);
-	sigemptyset (&all);
-	sigprocmask (SIG_SETMASK, &all, NULL);
+		if (sigismember (&not_default, s) == 1)
+			signal (s, SIG_DFL);
+	sigemptyset (&none);
+	sigprocmask (SIG_SETMASK, &none, NULL);
 }
 
 static int
@@ -176,7 +213,9 @@ run_child (const struct ab_exec_msg_s *req, char **env, int master, const int *s
 		child_fail (report_fd, STAGE_RLIMIT);
 	if (enter_cwd (req->cwd) < 0)
 		child_fail (report_fd, STAGE_CWD);
-	if (ab_confine_lock_capabilities () < 0)
+	if ((bounding_empty ? ab_confine_lock_capabilities_inherited ()
+	                    : ab_confine_lock_capabilities ())
+	    < 0)
 		child_fail (report_fd, STAGE_CAPS);
 	if (ab_confine_ids (req->uid, req->gid) < 0)
 		child_fail (report_fd, STAGE_IDS);
@@ -279,6 +318,8 @@ ab_agent_spawn (const struct ab_exec_msg_s *req, const int *stdio, struct ab_chi
 			close (child->pty_master);
 		return ab_error (err, e, AB_E_SYSTEM, "pipe");
 	}
+	learn_dispositions ();
+	empty_bounding_set ();
 	env = ab_agent_env_with_preload (req->env);
 	saved_environ = environ;
 	child->pid = vfork ();

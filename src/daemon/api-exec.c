@@ -11,7 +11,9 @@
 #include "daemon/daemon-internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -339,6 +341,85 @@ exec_wait (struct ab_req_s *r, ab_agent_conn_t *c, struct ab_agent_proc_s *p)
 	}
 }
 
+/* The agent connection of this HTTP connection's last exec, kept for
+ * its next one: a keep-alive client's exec into the same sandbox then
+ * skips the connect, the agent's accept and the HELLO round trip (under
+ * gVisor each costs the agent trapped system calls).  One per thread,
+ * and the daemon's server runs one thread per HTTP connection, so it is
+ * never shared and goes when the HTTP connection goes.  Only an idle
+ * connection is kept (the exec ended: nothing followed, nothing queued)
+ * and it is checked again before reuse: a sandbox that ended shows as
+ * EOF, and the connection is then replaced by a fresh one. */
+struct kept_conn_s {
+	char id[AB_BOX_ID_LEN + 1];
+	ab_agent_conn_t *c;
+};
+
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void
+kept_free (void *p)
+{
+	struct kept_conn_s *k = p;
+
+	ab_agent_close (k->c);
+	free (k);
+}
+
+static void
+kept_init (void)
+{
+	pthread_key_create (&kept_key, kept_free);
+}
+
+static ab_agent_conn_t *
+exec_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+{
+	struct kept_conn_s *k;
+	ab_agent_conn_t *c;
+
+	pthread_once (&kept_once, kept_init);
+	k = pthread_getspecific (kept_key);
+	if (!k || !k->c)
+		return ab_box_connect (d, b, err);
+	c = k->c;
+	k->c = NULL;
+	if (strcmp (k->id, b->id) != 0 || !ab_agent_idle (c)) {
+		ab_agent_close (c);
+		return ab_box_connect (d, b, err);
+	}
+	/* What ab_box_connect checks on every connection. */
+	if (ab_box_unpaused (d, b, err) < 0) {
+		ab_agent_close (c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+exec_release (const struct ab_box_s *b, ab_agent_conn_t *c)
+{
+	struct kept_conn_s *k;
+
+	if (!c || !ab_agent_idle (c)) {
+		ab_agent_close (c); /* a process still followed is let go */
+		return;
+	}
+	k = pthread_getspecific (kept_key);
+	if (!k) {
+		k = xcalloc (1, sizeof *k);
+		if (pthread_setspecific (kept_key, k) != 0) {
+			free (k);
+			ab_agent_close (c);
+			return;
+		}
+	}
+	ab_agent_close (k->c);
+	snprintf (k->id, sizeof k->id, "%s", b->id);
+	k->c = c;
+}
+
 void
 ab_api_exec (struct ab_req_s *r)
 {
@@ -360,7 +441,7 @@ ab_api_exec (struct ab_req_s *r)
 			goto fail;
 		slot = true;
 	}
-	if (!(c = ab_box_connect (r->d, b, &err)) || ab_agent_proc_start (c, &x.ps, &p, &err) < 0)
+	if (!(c = exec_connect (r->d, b, &err)) || ab_agent_proc_start (c, &x.ps, &p, &err) < 0)
 		goto fail;
 	ab_metrics_observe (AB_M_EXEC_START, ab_mono_us () - t0);
 	ab_metrics_inc ("execs");
@@ -377,7 +458,7 @@ ab_api_exec (struct ab_req_s *r)
 fail:
 	ab_resp_error (r, &err);
 done:
-	ab_agent_close (c);
+	exec_release (b, c);
 	if (slot)
 		ab_box_exec_end (r->d, b);
 	ab_exec_req_free (&x);

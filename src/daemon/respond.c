@@ -27,10 +27,15 @@ ab_status_of (const ab_error_t *err)
 	}
 }
 
+/* The head, and a small body (at most SMALL_BODY bytes) in the same
+ * write: one segment, so the client wakes once for the whole answer. */
+#define SMALL_BODY 16384
+
 static int
-send_head (struct ab_req_s *r, int status, const char *ctype, long long length, const char *extra)
+send_head_body (struct ab_req_s *r, int status, const char *ctype, long long length,
+                const char *extra, const char *body, size_t body_len)
 {
-	char head[1024];
+	char head[1024 + SMALL_BODY];
 	int n = snprintf (head, sizeof head, "HTTP/1.1 %d %s\r\nServer: agentbox\r\n", status,
 	                  ab_http_status_text (status));
 
@@ -51,7 +56,19 @@ send_head (struct ab_req_s *r, int status, const char *ctype, long long length, 
 	r->responded = true;
 	r->status = status;
 	ab_metrics_request (status);
-	return ab_http_write (r->fd, head, (size_t)n);
+	if (body_len && (size_t)n + body_len <= sizeof head) {
+		memcpy (head + n, body, body_len);
+		return ab_http_write (r->fd, head, (size_t)n + body_len);
+	}
+	if (ab_http_write (r->fd, head, (size_t)n) < 0)
+		return -1;
+	return body_len ? ab_http_write (r->fd, body, body_len) : 0;
+}
+
+static int
+send_head (struct ab_req_s *r, int status, const char *ctype, long long length, const char *extra)
+{
+	return send_head_body (r, status, ctype, length, extra, NULL, 0);
 }
 
 static int
@@ -60,8 +77,9 @@ respond (struct ab_req_s *r, int status, const char *ctype, const char *body, si
 	/* A body we did not read makes the connection unusable for another request. */
 	if (!r->io->body_done)
 		r->close = true;
-	if (send_head (r, status, ctype, (long long)len, NULL) < 0
-	    || (len && strcmp (r->method, "HEAD") != 0 && ab_http_write (r->fd, body, len) < 0)) {
+	if (send_head_body (r, status, ctype, (long long)len, NULL, body,
+	                    strcmp (r->method, "HEAD") != 0 ? len : 0)
+	    < 0) {
 		r->close = true;
 		return -1;
 	}

@@ -605,6 +605,17 @@ ab_agent_close (ab_agent_conn_t *c)
 	free (c);
 }
 
+bool
+ab_agent_idle (const ab_agent_conn_t *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	if (c->broken || c->chans || c->replies.head || c->ready.head || c->n_fds || c->n_egress
+	    || c->in_len)
+		return false;
+	return poll (&p, 1, 0) == 0;
+}
+
 const struct ab_agent_info_s *
 ab_agent_info (const ab_agent_conn_t *c)
 {

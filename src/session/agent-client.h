@@ -47,6 +47,10 @@ ab_agent_conn_t *ab_agent_connect (const char *socket_path, ab_error_t *err);
 ab_agent_conn_t *ab_agent_connect_fd (int fd, ab_error_t *err);
 /* Close and free (safe on NULL).  Processes started through it live on. */
 void ab_agent_close (ab_agent_conn_t *c);
+/* True when c can carry a new call as if just connected: not broken,
+ * nothing followed, queued or half-read, and nothing arrived unasked
+ * (an EOF: the agent, or its sandbox, is gone).  One poll, no wait. */
+bool ab_agent_idle (const ab_agent_conn_t *c);
 const struct ab_agent_info_s *ab_agent_info (const ab_agent_conn_t *c);
 /* Bound every wait for an answer (ms, 0 = wait forever, the default);
  * a call that runs out answers AB_E_SYSTEM with errnum ETIMEDOUT and the

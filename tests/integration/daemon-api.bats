@@ -75,6 +75,42 @@ teardown() {
 	[ "$(echo "$output" | jq -r .exit_code)" = 127 ]
 }
 
+@test "keep-alive execs: one agent connection kept per HTTP connection, never across sandboxes" {
+	a="$(create '{"hostname": "boxa"}')"
+	b="$(create '{"hostname": "boxb"}')"
+	hn="cat /proc/sys/kernel/hostname"
+	run python3 "$BATS_TEST_DIRNAME/exec-keepalive.py" "$SOCK" "$DAEMON_PID" \
+		"exec:$a:$hn" "exec:$a:$hn" sockets "exec:$b:$hn" "exec:$a:$hn" \
+		"exec:$a:grep -E '^(SigIgn|CapBnd|CapEff):' /proc/self/status" \
+		"exec:$b:true" "pause:$b" "exec:$b:true" "exec:$a:$hn" "delete:$a" "exec:$a:true"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	line() { sed -n "${1}p" <<<"$output"; }
+	[ "$(line 1 | jq -r .body.stdout)" = boxa ]
+	[ "$(line 2 | jq -r .body.stdout)" = boxa ]
+	# The HTTP connection, and the agent connection kept for its next exec.
+	[ "$(line 3 | jq -r .sockets)" = 2 ]
+	[ "$(line 4 | jq -r .body.stdout)" = boxb ]
+	[ "$(line 5 | jq -r .body.stdout)" = boxa ]
+	# Every command starts with default dispositions (none of 1..31
+	# ignored; 32 and 33 are glibc's own) and no capability at all.
+	st="$(line 6 | jq -r .body.stdout)"
+	ign=$((16#$(awk '/^SigIgn/ { print $2 }' <<<"$st")))
+	[ $((ign & 0x7fffffff)) -eq 0 ]
+	[ "$(awk '/^CapBnd/ { print $2 }' <<<"$st")" = 0000000000000000 ]
+	[ "$(awk '/^CapEff/ { print $2 }' <<<"$st")" = 0000000000000000 ]
+	# A paused sandbox still answers 409 with a connection kept to it; the
+	# next exec into another sandbox gets a connection of its own.
+	[ "$(line 7 | jq -r .body.exit_code)" = 0 ]
+	[ "$(line 8 | jq -r .status)" = 200 ]
+	[ "$(line 9 | jq -c '[.status, .body.error.code]')" = '[409,"paused"]' ]
+	[ "$(line 10 | jq -r .body.stdout)" = boxa ]
+	[ "$(line 11 | jq -r .status)" = 204 ]
+	[ "$(line 12 | jq -r .status)" = 404 ]
+	# Gone with the HTTP connection.
+	[ "$(line 13 | jq -r .released)" = true ]
+}
+
 @test "stdin is streamed to the process, then closed" {
 	id="$(create)"
 	api "/v1/sandboxes/$id/exec" -N -d '{"cmd": ["sh", "-c", "cat; echo closed"], "stdin": true}' >"$D/ev" &
