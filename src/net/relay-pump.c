@@ -537,7 +537,7 @@ ab_relay_dir_open (struct ab_relay_dir_s *d)
 {
 	if (d->pipe[0] >= 0)
 		return true;
-	d->cap = 0;
+	d->body = false;
 	d->splice = pipe2 (d->pipe, O_NONBLOCK | O_CLOEXEC) == 0;
 	if (!d->splice)
 		d->pipe[0] = d->pipe[1] = -1;
@@ -547,24 +547,17 @@ ab_relay_dir_open (struct ab_relay_dir_s *d)
 bool
 ab_relay_body_pipe_open (struct ab_relay_s *r, struct ab_relay_dir_s *d)
 {
-	int sz;
-
 	if (d->pipe[0] >= 0)
 		return true;
 	if (r->n_pipe_pool > 0) {
 		r->n_pipe_pool--;
 		d->pipe[0] = r->pipe_pool[r->n_pipe_pool].fd[0];
 		d->pipe[1] = r->pipe_pool[r->n_pipe_pool].fd[1];
-		d->cap = r->pipe_pool[r->n_pipe_pool].cap;
 		d->splice = true;
-		return true;
-	}
-	if (!ab_relay_dir_open (d))
+	} else if (!ab_relay_dir_open (d)) {
 		return false;
-	/* Refused past the user's pipe-page limits (pipe(7)): the default
-	 * pipe still works, 64 KiB a call. */
-	sz = fcntl (d->pipe[1], F_SETPIPE_SZ, AB_RELAY_BODY_PIPE);
-	d->cap = sz > 0 ? (size_t)sz : 0;
+	}
+	d->body = true;
 	return true;
 }
 
@@ -577,7 +570,7 @@ ab_relay_dir_close (struct ab_relay_dir_s *d)
 		d->pipe[i] = -1;
 	}
 	d->in_pipe = 0;
-	d->cap = 0;
+	d->body = false;
 	d->eof = d->shut = false;
 }
 
@@ -588,12 +581,11 @@ dir_release (struct ab_relay_s *r, struct ab_relay_dir_s *d)
 {
 	int queued = -1;
 
-	if (d->pipe[0] >= 0 && d->splice && d->in_pipe == 0 && d->cap >= AB_RELAY_BODY_PIPE
+	if (d->pipe[0] >= 0 && d->body && d->splice && d->in_pipe == 0
 	    && r->n_pipe_pool < AB_RELAY_PIPE_POOL && ioctl (d->pipe[0], FIONREAD, &queued) == 0
 	    && queued == 0) {
 		r->pipe_pool[r->n_pipe_pool].fd[0] = d->pipe[0];
 		r->pipe_pool[r->n_pipe_pool].fd[1] = d->pipe[1];
-		r->pipe_pool[r->n_pipe_pool].cap = d->cap;
 		r->n_pipe_pool++;
 		d->pipe[0] = d->pipe[1] = -1;
 	}
@@ -677,7 +669,7 @@ static int
 io_fill (struct ab_relay_conn_s *c, struct ab_relay_dir_s *d, const struct ab_relay_io_s *io)
 {
 	size_t chunk = c->relay->ops->io_chunk;
-	size_t want = d->splice && d->cap > 0 ? d->cap : chunk;
+	size_t want = chunk;
 	ssize_t n;
 
 	if (io->left && *io->left < want)

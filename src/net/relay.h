@@ -74,18 +74,17 @@ typedef enum {
 /* Bodies shorter than this are copied through the buffers: creating a pipe
  * would cost more than the copy saves. */
 #define AB_RELAY_SPLICE_MIN (32 * 1024)
-/* A spliced body's pipe: four default pipes' worth, so each splice(2)
- * moves up to this much (a loopback socket often holds more) instead of
- * 64 KiB.  Pipes are per body; a few emptied ones are kept for the next
- * body (the pool), sparing pipe2, fcntl and two closes per body. */
-#define AB_RELAY_BODY_PIPE (256 * 1024)
+/* Pipes are per body; a few emptied ones are kept for the next body (the
+ * pool), sparing pipe2 and two closes per body.  They keep the default
+ * size (64 KiB): 256 KiB pipes made fewer splice calls but cost more CPU
+ * per MiB on loopback (docs/performance.md). */
 #define AB_RELAY_PIPE_POOL 8
 #define AB_RELAY_ERROR_MAX 160
 
 /* One direction of a byte relay (a tunnel, or a body): src -> pipe -> dst. */
 struct ab_relay_dir_s {
 	int pipe[2];
-	size_t cap; /* what the pipe holds (0: a default pipe, io_chunk) */
+	bool body; /* a body's pipe: back to the pool when provably empty */
 	size_t in_pipe;
 	bool splice; /* false: copy through a buffer instead */
 	bool eof;    /* src said EOF */
@@ -249,7 +248,6 @@ struct ab_relay_s {
 	/* empty body pipes kept for the next spliced body */
 	struct {
 		int fd[2];
-		size_t cap;
 	} pipe_pool[AB_RELAY_PIPE_POOL];
 	unsigned n_pipe_pool;
 	/* The SIGPIPE guard of the current wakeup (ab_relay_sigpipe_guard):
@@ -330,8 +328,7 @@ int ab_relay_forward_step (struct ab_relay_conn_s *c);
 
 /* A default pipe for d (a tunnel's direction), if it has none. */
 bool ab_relay_dir_open (struct ab_relay_dir_s *d);
-/* A body's pipe for d (AB_RELAY_BODY_PIPE, from the pool when one is
- * there), if it has none. */
+/* A body's pipe for d (from the pool when one is there), if it has none. */
 bool ab_relay_body_pipe_open (struct ab_relay_s *r, struct ab_relay_dir_s *d);
 void ab_relay_dir_close (struct ab_relay_dir_s *d);
 /* Done with both directions' pipes: they are per body, not per
