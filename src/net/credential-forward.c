@@ -54,8 +54,10 @@ ab_cp_close_upstream (struct ab_relay_conn_s *rc)
 	struct ab_cp_conn_s *c = ab_cp_conn (rc);
 
 	/* A TLS close_notify may go to a peer that is gone. */
-	if (c->up != NULL)
+	if (c->up != NULL) {
+		ab_relay_sigpipe_guard (rc->relay);
 		rc->relay->epipe = true;
+	}
 	ab_http_client_free (c->up);
 	c->up = NULL;
 	rc->us = NULL;
@@ -135,7 +137,11 @@ ab_cp_connect_step (struct ab_relay_conn_s *rc)
 {
 	struct ab_cp_conn_s *c = ab_cp_conn (rc);
 	ab_error_t err = AB_ERROR_INIT;
-	int r = ab_http_client_connect_step (c->up, &err);
+	int r;
+
+	/* The TLS handshake writes. */
+	ab_relay_sigpipe_guard (rc->relay);
+	r = ab_http_client_connect_step (c->up, &err);
 
 	if (r < 0) {
 		rc->relay->epipe = true; /* a handshake may have written to a gone peer */

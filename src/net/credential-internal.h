@@ -24,6 +24,8 @@
  * upstream's records go on in few system calls, small enough that 4096
  * busy connections stay around 1 GiB (idle ones hold no buffer). */
 #define AB_CP_IO_CHUNK (128 * 1024)
+/* OpenSSL's read buffer for an upstream (read-ahead fills it whole). */
+#define AB_CP_TLS_READ_BUF AB_CP_IO_CHUNK
 
 struct ab_cp_conn_s {
 	struct ab_relay_conn_s r; /* first: the relay's connection */

@@ -218,6 +218,12 @@ proxy_init (ab_cred_proxy_t *p, ab_error_t *err)
 	p->tls = ab_tls_client_ctx_new (p->cfg.log, err);
 	if (p->tls == NULL)
 		return -1;
+	/* With read-ahead, OpenSSL reads as much as its buffer holds: one
+	 * read(2) for a chunk's worth of records instead of one per 16 KiB
+	 * record.  Released whenever it is empty, so a kept-alive upstream
+	 * holds none between responses. */
+	SSL_CTX_set_default_read_buffer_len (p->tls, AB_CP_TLS_READ_BUF);
+	SSL_CTX_set_mode (p->tls, SSL_MODE_RELEASE_BUFFERS);
 	ab_proxy_env_load (&p->proxy_env, NULL, NULL);
 	p->client_cfg = (struct ab_http_client_config_s){
 		.base = base,

@@ -41,7 +41,14 @@ ab_iobuf_reserve (struct ab_iobuf_s *b, size_t want, size_t max_cap)
 		b->start = 0;
 		b->end = len;
 	}
-	if (cap != b->cap) {
+	if (cap != b->cap && b->secret && b->data != NULL) {
+		char *d = xmalloc (cap);
+		memcpy (d, b->data, b->end);
+		explicit_bzero (b->data, b->cap);
+		free (b->data);
+		b->data = d;
+		b->cap = cap;
+	} else if (cap != b->cap) {
 		b->data = xrealloc (b->data, cap);
 		b->cap = cap;
 	}
@@ -62,17 +69,23 @@ void
 ab_iobuf_printf (struct ab_iobuf_s *b, const char *fmt, ...)
 {
 	va_list ap;
+	size_t room;
 	int n;
 
+	/* One formatting pass when the text fits the free space (heads are
+	 * written this way on every request); a second only when it did not. */
+	room = ab_iobuf_reserve (b, 256, (size_t)-1 / 2);
 	va_start (ap, fmt);
-	n = vsnprintf (NULL, 0, fmt, ap);
+	n = vsnprintf (b->data + b->end, room, fmt, ap);
 	va_end (ap);
 	if (n < 0)
 		abort ();
-	ab_iobuf_reserve (b, (size_t)n + 1, (size_t)-1 / 2);
-	va_start (ap, fmt);
-	vsnprintf (b->data + b->end, (size_t)n + 1, fmt, ap);
-	va_end (ap);
+	if ((size_t)n >= room) {
+		ab_iobuf_reserve (b, (size_t)n + 1, (size_t)-1 / 2);
+		va_start (ap, fmt);
+		vsnprintf (b->data + b->end, (size_t)n + 1, fmt, ap);
+		va_end (ap);
+	}
 	b->end += (size_t)n;
 }
 
@@ -86,6 +99,8 @@ ab_iobuf_trim (struct ab_iobuf_s *b)
 void
 ab_iobuf_free (struct ab_iobuf_s *b)
 {
+	if (b->secret && b->data != NULL)
+		explicit_bzero (b->data, b->cap);
 	free (b->data);
 	b->data = NULL;
 	b->cap = b->start = b->end = 0;
@@ -94,7 +109,7 @@ ab_iobuf_free (struct ab_iobuf_s *b)
 void
 ab_iobuf_wipe (struct ab_iobuf_s *b)
 {
-	if (b->data)
+	if (b->data && !b->secret)
 		explicit_bzero (b->data, b->cap);
 	ab_iobuf_free (b);
 }

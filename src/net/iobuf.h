@@ -13,6 +13,10 @@ struct ab_iobuf_s {
 	size_t cap;
 	size_t start;
 	size_t end;
+	/* The bytes may be secret (a head with injected credentials): growing
+	 * the buffer wipes the old block instead of leaving a copy in freed
+	 * memory (realloc would). */
+	bool secret;
 };
 
 static inline size_t
@@ -40,6 +44,7 @@ void ab_iobuf_printf (struct ab_iobuf_s *b, const char *fmt, ...)
         __attribute__ ((format (printf, 2, 3)));
 /* Free the memory if the buffer is empty. */
 void ab_iobuf_trim (struct ab_iobuf_s *b);
+/* A secret buffer's bytes are overwritten first. */
 void ab_iobuf_free (struct ab_iobuf_s *b);
 /* Free after overwriting every byte the buffer held: for heads that may
  * carry secrets (the credential proxy's injected fields). */

@@ -39,50 +39,80 @@ ab_relay_set_nodelay (int fd)
 
 /* A write to a peer that closed raises SIGPIPE, and splice(2) and TLS
  * writes have no MSG_NOSIGNAL.  Library code must not change the process's
- * disposition, so each wakeup runs with SIGPIPE blocked in this thread and
- * takes back the signal its own failed writes left pending before the
- * mask is restored (a signal already pending when it was blocked is left
- * alone: it was not ours). */
-static bool
-pipe_guard_enter (struct ab_relay_s *r, sigset_t *old)
+ * disposition, so a wakeup that is about to make such a call blocks
+ * SIGPIPE in this thread (ab_relay_sigpipe_guard) and, when the wakeup
+ * ends, takes back the signal its own failed writes left pending before
+ * the mask is restored (a signal already pending when it was blocked is
+ * left alone: it was not ours).  The mask is changed only on demand: the
+ * plain-socket path (send with MSG_NOSIGNAL) is most wakeups, and two
+ * rt_sigprocmask calls per wakeup were a third of its system calls.
+ * Wakeups nest (a step run from a resolver's callback): only the
+ * outermost restores. */
+static void
+pipe_guard_enter (struct ab_relay_s *r)
+{
+	if (r->guard_depth++ > 0)
+		return;
+	r->epipe = false;
+	r->guard_blocked = r->guard_restore = false;
+}
+
+void
+ab_relay_sigpipe_guard (struct ab_relay_s *r)
 {
 	sigset_t s;
 
+	if (r->guard_blocked || r->guard_depth == 0)
+		return;
 	sigemptyset (&s);
 	sigaddset (&s, SIGPIPE);
-	if (pthread_sigmask (SIG_BLOCK, &s, old) != 0 || sigismember (old, SIGPIPE))
-		return false;
-	r->epipe = false;
-	return true;
+	if (pthread_sigmask (SIG_BLOCK, &s, &r->guard_old) != 0)
+		return;
+	r->guard_blocked = true;
+	/* Blocked already by the caller: theirs to restore, and any pending
+	 * SIGPIPE may be theirs too. */
+	r->guard_restore = !sigismember (&r->guard_old, SIGPIPE);
 }
 
 static void
-pipe_guard_leave (struct ab_relay_s *r, bool entered, const sigset_t *old)
+pipe_guard_leave (struct ab_relay_s *r)
 {
 	const struct timespec now = { 0, 0 };
 	sigset_t s;
 
-	if (!entered)
+	if (r->guard_depth == 0 || --r->guard_depth > 0)
 		return;
+	if (!r->guard_restore) {
+		r->guard_blocked = false;
+		return;
+	}
 	if (r->epipe) {
 		sigemptyset (&s);
 		sigaddset (&s, SIGPIPE);
 		while (sigtimedwait (&s, NULL, &now) == SIGPIPE)
 			;
 	}
-	pthread_sigmask (SIG_SETMASK, old, NULL);
+	pthread_sigmask (SIG_SETMASK, &r->guard_old, NULL);
+	r->guard_blocked = r->guard_restore = false;
 }
 
 /* ---- I/O ------------------------------------------------------------------ */
 
 ssize_t
-ab_relay_read (struct ab_stream_s *s, struct ab_iobuf_s *b, size_t chunk, size_t max_cap, bool hup)
+ab_relay_read (struct ab_relay_s *r, struct ab_stream_s *s, struct ab_iobuf_s *b, size_t chunk,
+               size_t max_cap, bool hup)
 {
 	size_t room = ab_iobuf_reserve (b, chunk, max_cap);
-	ssize_t n = ab_stream_read_buf (s, b, chunk, max_cap);
+	ssize_t n;
 
+	/* TLS reads may write (a KeyUpdate's answer, an alert). */
+	if (s->ssl != NULL)
+		ab_relay_sigpipe_guard (r);
+	n = ab_stream_read_buf (s, b, chunk, max_cap);
 	if (s->ssl == NULL && n > 0 && (size_t)n < room && !hup)
 		s->rd = false;
+	if (s->ssl != NULL && n < 0 && errno != EAGAIN)
+		r->epipe = true;
 	return n;
 }
 
@@ -90,12 +120,17 @@ ssize_t
 ab_relay_writev2 (struct ab_relay_s *r, struct ab_stream_s *s, struct ab_iobuf_s *b, const char *p,
                   size_t n)
 {
-	ssize_t w = ab_stream_writev2 (s, b, p, n);
+	ssize_t w;
 
+	if (s->ssl != NULL)
+		ab_relay_sigpipe_guard (r);
+	w = ab_stream_writev2 (s, b, p, n);
 	/* serve_fd may hand us a pipe-like fd that is not a socket. */
 	if (w < 0 && errno == ENOTSOCK && s->ssl == NULL) {
 		struct iovec iov[2];
 		int k = 0;
+
+		ab_relay_sigpipe_guard (r);
 		if (b != NULL && ab_iobuf_len (b) > 0) {
 			iov[k].iov_base = (void *)ab_iobuf_peek (b);
 			iov[k++].iov_len = ab_iobuf_len (b);
@@ -203,35 +238,33 @@ void
 ab_relay_conn_run (struct ab_relay_conn_s *c)
 {
 	struct ab_relay_s *r = c->relay;
-	sigset_t old;
-	bool guarded = pipe_guard_enter (r, &old);
 	int st;
 
+	pipe_guard_enter (r);
 	while ((st = conn_step (c)) == AB_RELAY_AGAIN)
 		;
 	if (st == AB_RELAY_CLOSE)
 		conn_free (c);
 	else
 		conn_update_timer (c);
-	pipe_guard_leave (r, guarded, &old);
+	pipe_guard_leave (r);
 }
 
 void
 ab_relay_conn_continue (struct ab_relay_conn_s *c, int r)
 {
 	struct ab_relay_s *relay = c->relay;
-	sigset_t old;
-	bool guarded = pipe_guard_enter (relay, &old);
 
-	/* A TLS stream freed here may write its close_notify. */
-	relay->epipe = true;
+	/* A TLS stream freed here may write its close_notify (the service's
+	 * close_upstream guards it). */
+	pipe_guard_enter (relay);
 	if (r == AB_RELAY_CLOSE)
 		conn_free (c);
 	else if (r == AB_RELAY_AGAIN)
 		ab_relay_conn_run (c);
 	else
 		conn_update_timer (c);
-	pipe_guard_leave (relay, guarded, &old);
+	pipe_guard_leave (relay);
 }
 
 void
@@ -260,8 +293,6 @@ on_timer (evutil_socket_t fd, short what, void *arg)
 {
 	struct ab_relay_conn_s *c = arg;
 	struct ab_relay_s *r = c->relay;
-	sigset_t old;
-	bool guarded;
 
 	c->timer_at = 0;
 	if (ab_relay_now_us () < conn_deadline (c)) {
@@ -269,10 +300,9 @@ on_timer (evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	/* The timeout handler may free a TLS stream (its close_notify). */
-	guarded = pipe_guard_enter (r, &old);
-	r->epipe = true;
+	pipe_guard_enter (r);
 	ab_relay_conn_continue (c, r->ops->timeout (c));
-	pipe_guard_leave (r, guarded, &old);
+	pipe_guard_leave (r);
 }
 
 static struct ab_relay_conn_s *
@@ -284,6 +314,8 @@ conn_new (struct ab_relay_s *r, int fd, ab_error_t *err)
 	ab_stream_init (&c->cs, fd);
 	c->d_cu.pipe[0] = c->d_cu.pipe[1] = -1;
 	c->d_uc.pipe[0] = c->d_uc.pipe[1] = -1;
+	/* The head sent upstream may carry injected credentials. */
+	c->uout.secret = c->replay.secret = true;
 	c->t_last = ab_relay_now_us ();
 	c->next = r->conns;
 	if (r->conns)
@@ -377,14 +409,12 @@ ab_relay_init (struct ab_relay_s *r, struct event_base *base, const char *what,
 void
 ab_relay_drop_conns (struct ab_relay_s *r)
 {
-	sigset_t old;
-	bool guarded = pipe_guard_enter (r, &old);
-
-	/* Closing a TLS stream may write its close_notify to a gone peer. */
-	r->epipe = true;
+	/* Closing a TLS stream may write its close_notify to a gone peer
+	 * (the service's close_upstream guards it). */
+	pipe_guard_enter (r);
 	while (r->conns)
 		conn_free (r->conns);
-	pipe_guard_leave (r, guarded, &old);
+	pipe_guard_leave (r);
 }
 
 void
@@ -393,6 +423,7 @@ ab_relay_fini (struct ab_relay_s *r)
 	if (r->ops == NULL)
 		return;
 	ab_relay_drop_conns (r);
+	ab_relay_pipe_pool_drain (r);
 	ab_loop_stop_close (&r->stop);
 	ab_listener_close (&r->listener);
 	if (r->own_base && r->base)
@@ -471,6 +502,8 @@ check_idle_upstream (struct ab_relay_conn_s *c)
 
 	if (c->us == NULL || !c->up_idle || !ab_stream_can_read (c->us))
 		return;
+	if (c->us->ssl != NULL)
+		ab_relay_sigpipe_guard (c->relay);
 	n = ab_stream_read (c->us, b, sizeof b);
 	if (n < 0 && errno == EAGAIN)
 		return;
@@ -521,7 +554,7 @@ head_step (struct ab_relay_conn_s *c)
 		}
 		if (!c->cs.rd)
 			return AB_RELAY_WAIT;
-		n = ab_relay_read (&c->cs, &c->cin, 4096, lim->max_head, c->c_hup);
+		n = ab_relay_read (r, &c->cs, &c->cin, 4096, lim->max_head, c->c_hup);
 		if (n > 0) {
 			c->t_last = ab_relay_now_us ();
 			continue;

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +79,7 @@ retry_unanswered (struct ab_relay_conn_s *c, int *step)
 	ab_iobuf_wipe (&c->uout);
 	c->uout = c->replay;
 	memset (&c->replay, 0, sizeof c->replay);
+	c->replay.secret = true;
 	m->resp_scan = 0;
 	*step = c->relay->ops->redial (c);
 	return true;
@@ -128,7 +130,7 @@ splice_request (struct ab_relay_conn_s *c)
 	};
 	int r;
 
-	if (!ab_relay_dir_open (d))
+	if (!ab_relay_body_pipe_open (c->relay, d))
 		return AB_RELAY_NOSPLICE;
 	r = ab_relay_io_step (c, d, &io);
 	m->req_remaining = left;
@@ -205,7 +207,7 @@ pump_request (struct ab_relay_conn_s *c)
 		}
 		if (!c->cs.rd)
 			return AB_RELAY_WAIT;
-		n = ab_relay_read (&c->cs, &c->cin, chunk, chunk, c->c_hup);
+		n = ab_relay_read (c->relay, &c->cs, &c->cin, chunk, chunk, c->c_hup);
 		if (n > 0) {
 			c->t_last = ab_relay_now_us ();
 			continue;
@@ -343,7 +345,7 @@ splice_response (struct ab_relay_conn_s *c)
 	};
 	int r;
 
-	if (!ab_relay_dir_open (d))
+	if (!ab_relay_body_pipe_open (c->relay, d))
 		return AB_RELAY_NOSPLICE;
 	r = ab_relay_io_step (c, d, &io);
 	if (by_length)
@@ -394,8 +396,8 @@ read_response (struct ab_relay_conn_s *c)
 	/* Where bodies are spliced, a small first read for the head: body
 	 * bytes read with it are copied twice, the rest is spliced. */
 	size_t want = ops->splice && m->resp_phase == AB_RELAY_RESP_HEAD ? 4096 : ops->io_chunk;
-	ssize_t n =
-	        ab_relay_read (c->us, &c->uin, want, max_in, ops->upstream_hup ? c->u_hup : true);
+	ssize_t n = ab_relay_read (c->relay, c->us, &c->uin, want, max_in,
+	                           ops->upstream_hup ? c->u_hup : true);
 	char why[AB_RELAY_ERROR_MAX];
 	int r;
 
@@ -426,6 +428,17 @@ pump_response (struct ab_relay_conn_s *c)
 		ssize_t n;
 		int r;
 
+		/* Parse and frame what was read before writing anything, so a
+		 * response head goes out with the body bytes read with it: one
+		 * write and one segment, not two. */
+		if (m->uin_ready == 0 && m->resp_phase != AB_RELAY_RESP_DONE
+		    && ab_iobuf_len (&c->uin) > 0) {
+			r = take_response_bytes (c);
+			if (r == 0)
+				continue;
+			if (r != NEED_MORE)
+				return r;
+		}
 		if (ab_iobuf_len (&c->cout) > 0 || m->uin_ready > 0) {
 			if (!c->cs.wr)
 				return AB_RELAY_WAIT;
@@ -451,13 +464,6 @@ pump_response (struct ab_relay_conn_s *c)
 			if (r != AB_RELAY_NOSPLICE)
 				return r;
 			c->no_splice = true;
-		}
-		if (ab_iobuf_len (&c->uin) > 0) {
-			r = take_response_bytes (c);
-			if (r == 0)
-				continue;
-			if (r != NEED_MORE)
-				return r;
 		}
 		if (!ab_stream_can_read (c->us))
 			return AB_RELAY_WAIT;
@@ -531,10 +537,28 @@ ab_relay_dir_open (struct ab_relay_dir_s *d)
 {
 	if (d->pipe[0] >= 0)
 		return true;
+	d->body = false;
 	d->splice = pipe2 (d->pipe, O_NONBLOCK | O_CLOEXEC) == 0;
 	if (!d->splice)
 		d->pipe[0] = d->pipe[1] = -1;
 	return d->splice;
+}
+
+bool
+ab_relay_body_pipe_open (struct ab_relay_s *r, struct ab_relay_dir_s *d)
+{
+	if (d->pipe[0] >= 0)
+		return true;
+	if (r->n_pipe_pool > 0) {
+		r->n_pipe_pool--;
+		d->pipe[0] = r->pipe_pool[r->n_pipe_pool].fd[0];
+		d->pipe[1] = r->pipe_pool[r->n_pipe_pool].fd[1];
+		d->splice = true;
+	} else if (!ab_relay_dir_open (d)) {
+		return false;
+	}
+	d->body = true;
+	return true;
 }
 
 void
@@ -546,14 +570,43 @@ ab_relay_dir_close (struct ab_relay_dir_s *d)
 		d->pipe[i] = -1;
 	}
 	d->in_pipe = 0;
+	d->body = false;
 	d->eof = d->shut = false;
+}
+
+/* Keep d's pipe for another body if it is a body pipe and provably empty:
+ * a byte left in it would reach another connection's peer. */
+static void
+dir_release (struct ab_relay_s *r, struct ab_relay_dir_s *d)
+{
+	int queued = -1;
+
+	if (d->pipe[0] >= 0 && d->body && d->splice && d->in_pipe == 0
+	    && r->n_pipe_pool < AB_RELAY_PIPE_POOL && ioctl (d->pipe[0], FIONREAD, &queued) == 0
+	    && queued == 0) {
+		r->pipe_pool[r->n_pipe_pool].fd[0] = d->pipe[0];
+		r->pipe_pool[r->n_pipe_pool].fd[1] = d->pipe[1];
+		r->n_pipe_pool++;
+		d->pipe[0] = d->pipe[1] = -1;
+	}
+	ab_relay_dir_close (d);
 }
 
 void
 ab_relay_dirs_release (struct ab_relay_conn_s *c)
 {
-	ab_relay_dir_close (&c->d_cu);
-	ab_relay_dir_close (&c->d_uc);
+	dir_release (c->relay, &c->d_cu);
+	dir_release (c->relay, &c->d_uc);
+}
+
+void
+ab_relay_pipe_pool_drain (struct ab_relay_s *r)
+{
+	while (r->n_pipe_pool > 0) {
+		r->n_pipe_pool--;
+		close (r->pipe_pool[r->n_pipe_pool].fd[0]);
+		close (r->pipe_pool[r->n_pipe_pool].fd[1]);
+	}
 }
 
 static int
@@ -589,8 +642,11 @@ io_flush (struct ab_relay_conn_s *c, const struct ab_relay_io_s *io)
 static int
 io_drain_pipe (struct ab_relay_conn_s *c, struct ab_relay_dir_s *d, const struct ab_relay_io_s *io)
 {
-	ssize_t n = splice (d->pipe[0], NULL, io->dst->fd, NULL, d->in_pipe,
-	                    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	ssize_t n;
+
+	ab_relay_sigpipe_guard (c->relay);
+	n = splice (d->pipe[0], NULL, io->dst->fd, NULL, d->in_pipe,
+	            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
 	if (n < 0 && errno == EAGAIN) {
 		io->dst->wr = false;

@@ -24,6 +24,7 @@
 #define AB_NET_RELAY_H
 
 #include <event2/event.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -73,11 +74,17 @@ typedef enum {
 /* Bodies shorter than this are copied through the buffers: creating a pipe
  * would cost more than the copy saves. */
 #define AB_RELAY_SPLICE_MIN (32 * 1024)
-#define AB_RELAY_ERROR_MAX  160
+/* Pipes are per body; a few emptied ones are kept for the next body (the
+ * pool), sparing pipe2 and two closes per body.  They keep the default
+ * size (64 KiB): 256 KiB pipes made fewer splice calls but cost more CPU
+ * per MiB on loopback (docs/performance.md). */
+#define AB_RELAY_PIPE_POOL 8
+#define AB_RELAY_ERROR_MAX 160
 
 /* One direction of a byte relay (a tunnel, or a body): src -> pipe -> dst. */
 struct ab_relay_dir_s {
 	int pipe[2];
+	bool body; /* a body's pipe: back to the pool when provably empty */
 	size_t in_pipe;
 	bool splice; /* false: copy through a buffer instead */
 	bool eof;    /* src said EOF */
@@ -238,6 +245,18 @@ struct ab_relay_s {
 
 	struct ab_relay_conn_s *conns;
 	unsigned n_conns;
+	/* empty body pipes kept for the next spliced body */
+	struct {
+		int fd[2];
+	} pipe_pool[AB_RELAY_PIPE_POOL];
+	unsigned n_pipe_pool;
+	/* The SIGPIPE guard of the current wakeup (ab_relay_sigpipe_guard):
+	 * how deep the callbacks nest, whether this wakeup blocked SIGPIPE
+	 * (and must unblock it), and the mask to restore. */
+	unsigned guard_depth;
+	bool guard_blocked;
+	bool guard_restore;
+	sigset_t guard_old;
 	bool epipe; /* a write failed with EPIPE during this wakeup */
 };
 
@@ -275,14 +294,20 @@ int ab_relay_answer (struct ab_relay_conn_s *c, int status, const char *body);
 int ab_relay_fail (struct ab_relay_conn_s *c, ab_relay_fail_kind kind, int status,
                    const char *reason);
 void ab_relay_set_nodelay (int fd);
+/* Call before anything that may raise SIGPIPE (splice(2) into a socket,
+ * a TLS read, write, handshake or close_notify, write(2) to a pipe): it
+ * blocks SIGPIPE until the current wakeup ends.  Plain socket writes use
+ * MSG_NOSIGNAL and need no guard, so a wakeup that makes none of these
+ * calls costs no signal-mask system call. */
+void ab_relay_sigpipe_guard (struct ab_relay_s *r);
 
 /* Read into b (see ab_stream_read_buf) and keep s->rd right: cleared on
  * EAGAIN, and for a plain socket on a short read unless the peer's FIN is
  * pending (hup).  A short read drained the socket: with edge-triggered
  * epoll, bytes arriving later raise a new event, so the extra read that
  * would only say EAGAIN is saved. */
-ssize_t ab_relay_read (struct ab_stream_s *s, struct ab_iobuf_s *b, size_t chunk, size_t max_cap,
-                       bool hup);
+ssize_t ab_relay_read (struct ab_relay_s *r, struct ab_stream_s *s, struct ab_iobuf_s *b,
+                       size_t chunk, size_t max_cap, bool hup);
 /* b's bytes and then [p, p+n) (ab_stream_writev2; a plain fd that is not a
  * socket gets writev); returns bytes written, -1 with errno. */
 ssize_t ab_relay_writev2 (struct ab_relay_s *r, struct ab_stream_s *s, struct ab_iobuf_s *b,
@@ -301,10 +326,17 @@ void ab_relay_forward_begin (struct ab_relay_conn_s *c, const struct ab_http_hea
 void ab_relay_forward_reused (struct ab_relay_conn_s *c);
 int ab_relay_forward_step (struct ab_relay_conn_s *c);
 
+/* A default pipe for d (a tunnel's direction), if it has none. */
 bool ab_relay_dir_open (struct ab_relay_dir_s *d);
+/* A body's pipe for d (from the pool when one is there), if it has none. */
+bool ab_relay_body_pipe_open (struct ab_relay_s *r, struct ab_relay_dir_s *d);
 void ab_relay_dir_close (struct ab_relay_dir_s *d);
-/* Close both directions' pipes: they are per body, not per connection. */
+/* Done with both directions' pipes: they are per body, not per
+ * connection.  An empty body pipe goes back to the pool, never one that
+ * may still hold a byte. */
 void ab_relay_dirs_release (struct ab_relay_conn_s *c);
+/* Close the pool's pipes. */
+void ab_relay_pipe_pool_drain (struct ab_relay_s *r);
 /* Move bytes until blocked, done (eof or *left == 0 with nothing held) or
  * failed (AB_RELAY_CLOSE; c->m.error says why). */
 int ab_relay_io_step (struct ab_relay_conn_s *c, struct ab_relay_dir_s *d,
