@@ -64,29 +64,6 @@ static void __attribute__ ((noreturn)) child_fail (int report_fd, int stage)
 	_exit (stage == STAGE_EXEC ? (f.errnum == ENOENT ? 127 : 126) : 125);
 }
 
-/* The signals whose disposition in the agent is not SIG_DFL: the agent
- * installs no handler, so these are the ignored ones (SIGPIPE, and any
- * it inherited ignored), and ignored dispositions survive execve.  The
- * agent sets its dispositions at start, before any command, so they are
- * looked up once; each child then resets these few instead of all 64
- * (under gVisor's ptrace platform every one is a trapped system call). */
-static sigset_t not_default;
-static bool not_default_known;
-
-static void
-learn_dispositions (void)
-{
-	struct sigaction sa;
-
-	if (not_default_known)
-		return;
-	sigemptyset (&not_default);
-	for (int s = 1; s < NSIG; s++)
-		if (sigaction (s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
-			sigaddset (&not_default, s);
-	not_default_known = true;
-}
-
 /* The agent's own bounding set, emptied once before its first command:
  * the agent execs nothing but commands, whose bounding sets are emptied
  * anyway, and it keeps its permitted and effective sets.  Each child
@@ -100,13 +77,15 @@ empty_bounding_set (void)
 		bounding_empty = ab_confine_drop_bounding_set () == 0;
 }
 
+/* Every disposition back to SIG_DFL: ignored ones survive execve, and the
+ * process that forks the command (the agent, or an exec's keeper, which
+ * ignores some of its own) is not the one to trust for which. */
 static void
 reset_signals (void)
 {
 	sigset_t none;
 	for (int s = 1; s < NSIG; s++)
-		if (sigismember (&not_default, s) == 1)
-			signal (s, SIG_DFL);
+		signal (s, SIG_DFL);
 	sigemptyset (&none);
 	sigprocmask (SIG_SETMASK, &none, NULL);
 }
@@ -318,7 +297,6 @@ ab_agent_spawn (const struct ab_exec_msg_s *req, const int *stdio, struct ab_chi
 			close (child->pty_master);
 		return ab_error (err, e, AB_E_SYSTEM, "pipe");
 	}
-	learn_dispositions ();
 	empty_bounding_set ();
 	env = ab_agent_env_with_preload (req->env);
 	saved_environ = environ;

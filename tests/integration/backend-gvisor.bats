@@ -366,7 +366,9 @@ print("ALLOCATED")'
 	[[ "$output" != *ALLOCATED* ]]
 	[[ "$output" != *"went away"* ]]
 	jq -e '.oom_killed == true and .signal == 9 and .exit_code == 137' "$r"
-	jq -e '.peak_memory_bytes > 0 and .peak_memory_bytes <= 67108864' "$r"
+	# the v1 peak may pass the limit by what one charge brings before the
+	# OOM kill (a page was seen); a batch (64 pages) is the bound here
+	jq -e '.peak_memory_bytes > 0 and .peak_memory_bytes <= 67108864 + 262144' "$r"
 	# The monitor removes the group after runsc ended (up to runsc's stop
 	# timeout, 15 s, on a loaded host): 30 s.
 	SETTLE_TENTHS=300 settle cgroups_differ
