@@ -30,7 +30,7 @@ struct ab_qemu_vm_s {
 	const char *port_name;   /* virtserialport name */
 	const struct ab_qemu_share_s *shares;
 	size_t n_shares;
-	const char *root_disk; /* a raw image, the guest's read-only vda, or NULL */
+	const char *root_disk;  /* a raw image, the guest's read-only vda, or NULL */
 	const char *qmp_socket; /* QMP on this host unix socket (pause), or NULL */
 };
 
