@@ -122,7 +122,7 @@ ab_pool_claim_cli (const char *host, int argc, char **argv, bool run)
 	ab_error_t err = AB_ERROR_INIT;
 	bool as_json = false;
 	int cmd;
-	json_t *req = claim_request (argc, argv, &as_json, &cmd, &err), *resp;
+	json_t *req = claim_request (argc, argv, &as_json, &cmd, &err);
 
 	if (req && run && cmd >= argc)
 		ab_error (&err, 0, AB_E_INVALID, "run --pool: missing command (-- CMD)");
@@ -135,19 +135,7 @@ ab_pool_claim_cli (const char *host, int argc, char **argv, bool run)
 	}
 	if (run)
 		return run_oneshot (host, req, argc, argv, cmd);
-	resp = ab_client_call (host, "POST", "/v1/sandboxes", req, NULL, &err);
-	json_decref (req);
-	if (!resp) {
-		ab_cli_report (&err);
-		return AB_EXIT_FAILED;
-	}
-	if (as_json) {
-		json_dumpf (resp, stdout, JSON_INDENT (2));
-		putchar ('\n');
-	} else
-		printf ("%s\n", json_string_value (json_object_get (resp, "id")));
-	json_decref (resp);
-	return 0;
+	return ab_cli_post_print (host, "/v1/sandboxes", req, as_json, "id");
 }
 
 /* --- pool create, ls, rm --- */
