@@ -10,7 +10,9 @@
  * $PREFIX/bin), checked executable; NULL with err (AB_E_NOT_FOUND). */
 char *ab_agent_exe_path (ab_error_t *err);
 
-/* A detached read-only mount of path, on an fd >= 10 (close-on-exec). */
+/* A detached read-only, nosuid, nodev mount of the regular, executable
+ * file at path (opened once; the mount is cloned from that fd), on an
+ * fd >= 10 (close-on-exec). */
 int ab_agent_exe_mount (const char *path, ab_error_t *err);
 
 #endif

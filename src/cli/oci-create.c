@@ -337,6 +337,18 @@ start_socket_path (const char *dir, char *buf, size_t size, ab_error_t *err)
 	return fd;
 }
 
+/* agentbox-agent for run.agentbox.agent, captured here, before any
+ * namespace is joined or made: init's own mounts (the staging tmpfs on
+ * /tmp, the pivot) would hide the host's path from it, wherever the
+ * binary lives.  Init inherits the detached, read-only mount. */
+static int
+agent_mount (ab_error_t *err)
+{
+	cleanup_free char *path = ab_agent_exe_path (err);
+
+	return path ? ab_agent_exe_mount (path, err) : -1;
+}
+
 static int
 spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 {
@@ -345,8 +357,7 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 		                    .preserve_fds = cr->preserve_fds,
 		                    .agent_listen = -1,
 		                    .agent_exe = -1 };
-	cleanup_close int console = -1, listen = -1, dirfd = -1, agent = -1;
-	cleanup_free char *agent_path = NULL;
+	cleanup_close int console = -1, listen = -1, dirfd = -1, agent = -1, agent_exe = -1;
 	int sv[2];
 	char path[PATH_MAX + 16];
 
@@ -368,7 +379,7 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 	    || (listen = ab_unix_listen (path, 4, err)) < 0)
 		return -1;
 	if (ab_oci_wants_agent (cr->c.json)
-	    && ((agent_path = ab_agent_exe_path (err)) == NULL
+	    && ((agent_exe = agent_mount (err)) < 0
 	        || (snprintf (path, sizeof path, "/proc/self/fd/%d/agent.sock", dirfd),
 	            (agent = ab_unix_listen (path, 16, err)) < 0)))
 		return ab_error_wrap (err, "run.agentbox.agent");
@@ -385,8 +396,8 @@ spawn_init (struct create_s *cr, int *sync_out, ab_error_t *err)
 		in.sync_fd = sv[1];
 		in.console_fd = console;
 		in.fifo_fd = listen;
-		in.agent_path = agent_path;
 		in.agent_listen = agent;
+		in.agent_exe = agent_exe;
 		ab_oci_init_main (&in);
 	}
 	close (sv[1]);

@@ -25,7 +25,6 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/sys.h"
-#include "backend/agent-exe.h"
 #include "base/xalloc.h"
 #include "proto/proto.h"
 #include "isolate/mountfd.h"
@@ -369,10 +368,6 @@ setup (struct ab_oci_init_s *in, int *tty, ab_error_t *err)
 	if (in->c->hostname && ab_oci_ns_new (in->c, CLONE_NEWUTS)
 	    && sethostname (in->c->hostname, strlen (in->c->hostname)) < 0)
 		return ab_error (err, errno, AB_E_SYSTEM, "sethostname");
-	/* The agent from the host's file, captured before the host's tree
-	 * goes: a read-only, nosuid mount nobody inside can write through. */
-	if (in->agent_path && (in->agent_exe = ab_agent_exe_mount (in->agent_path, err)) < 0)
-		return -1;
 	/* Compiled here so a bad profile fails create, not start. */
 	if (ab_oci_seccomp_compile (
 	            json_object_get (json_object_get (in->c->json, "linux"), "seccomp"),

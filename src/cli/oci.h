@@ -174,11 +174,10 @@ struct ab_oci_init_s {
 	int console_fd; /* -1 without a terminal */
 	int fifo_fd;    /* O_PATH of exec.fifo, opened before the root changes */
 	int preserve_fds;
-	void *seccomp;          /* the bundle's filter, compiled in setup */
-	json_t *state;          /* from create, for the in-container hooks (or NULL) */
-	const char *agent_path; /* run.agentbox.agent: agentbox-agent, or NULL */
-	int agent_listen;       /* its listening socket, <state>/agent.sock */
-	int agent_exe;          /* a read-only mount of it, made before pivot_root */
+	void *seccomp;    /* the bundle's filter, compiled in setup */
+	json_t *state;    /* from create, for the in-container hooks (or NULL) */
+	int agent_listen; /* run.agentbox.agent: its listening socket, <state>/agent.sock */
+	int agent_exe;    /* a read-only mount of agentbox-agent, made by create */
 };
 #define AB_OCI_AGENT_ANNOTATION   "run.agentbox.agent"
 #define AB_OCI_NETWORK_ANNOTATION "run.agentbox.network"

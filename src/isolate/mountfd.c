@@ -33,9 +33,9 @@ ab_mountfd_clone (int dirfd, const char *path, uint64_t attrs, ab_error_t *err)
 	fd = ab_sys_open_tree (dirfd, path, flags);
 	if (fd < 0)
 		return ab_error (err, errno, errno == ENOENT ? AB_E_NOT_FOUND : AB_E_SYSTEM,
-		                 "bind %s", path);
+		                 "bind%s%s", path[0] ? " " : "", path);
 	if (ab_mount_setattr_fd (fd, attrs, true, err) < 0)
-		return ab_error_wrap (err, "bind %s", path);
+		return ab_error_wrap (err, "bind%s%s", path[0] ? " " : "", path);
 	return steal_fd (&fd);
 }
 

@@ -273,6 +273,47 @@ bundle_edit() {
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/state")" ]
 }
 
+@test "direct: run.agentbox.agent from an install under /tmp; a bad agent binary is refused" {
+	local agentctl="${HELPERS:-$ROOT_DIR/build/tests}/agentctl"
+	[ -x "$agentctl" ] || skip "agentctl not built (make helpers)"
+	# A copy of the install in the test's temporary directory (under
+	# /tmp, which init's staging tmpfs covers): create captures the agent
+	# before init's tree changes, so where it lives does not matter.
+	local d="$BATS_TEST_TMPDIR/inst" s="$BATS_TEST_TMPDIR/state"
+	mkdir -p "$d"
+	cp "$ROOT_DIR/build/agentbox" "$ROOT_DIR/build/agentbox-full" "$ROOT_DIR/build/agentbox-agent" "$d/"
+	ln -s agentbox "$d/agentbox-runc"
+	b="$(bundle sleep 100)"
+	python3 - "$b/config.json" <<-'PY'
+	import json, sys
+	c = json.load(open(sys.argv[1]))
+	c["annotations"] = {"run.agentbox.agent": "true"}
+	json.dump(c, open(sys.argv[1], "w"))
+	PY
+	rc() { timeout 20 "$d/agentbox-runc" --root "$s" "$@"; }
+	rc create -b "$b" a1 </dev/null >/dev/null 2>&1
+	rc start a1
+	run timeout 20 "$agentctl" -s "$s/a1/agent.sock" exec -- sh -c 'echo via-agent; ls /bin/busybox'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *via-agent*/bin/busybox* ]]
+	rc delete --force a1
+	# The agent must be a regular, executable file: create says which.
+	mv "$d/agentbox-agent" "$d/agent.bin"
+	mkdir "$d/agentbox-agent"
+	run rc create -b "$b" a2
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"run.agentbox.agent"*"$d/agentbox-agent is not a regular file"* ]]
+	rmdir "$d/agentbox-agent"
+	install -m 0644 "$d/agent.bin" "$d/agentbox-agent"
+	run rc create -b "$b" a3
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"run.agentbox.agent"*"$d/agentbox-agent"*"Permission denied"* ]]
+	[ -z "$(ls -A "$s")" ]
+}
+
 @test "bad bundles: clear errors, nothing left" {
 	s="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$BATS_TEST_TMPDIR/empty"
