@@ -275,13 +275,17 @@ for f in (lambda: os.unlink("/.agentbox/agent.sock"),
 
 @test "limits: pids stop forks with EAGAIN and the sandbox lives on; cpu quota on the host cgroup; over the memory limit the sandbox is killed" {
 	daemon_start
-	id="$(ab create --backend gvisor --no-workspace --memory 128m --pids 24 --cpus 0.5)"
+	# 256m: the fork flood's 22 Pythons (each writes a few MiB of its
+	# copied heap) come near 128m under gVisor, and a busy host tipped
+	# them over it (the sentry OOM-killed mid-flood: "the agent closed
+	# the connection").
+	id="$(ab create --backend gvisor --no-workspace --memory 256m --pids 24 --cpus 0.5)"
 	cg="$(sandbox_cgroup "$id")"
 	# cgroup v1 files (this host); v2 would be cpu.max and memory.max.
 	q="$(cgroup_value "$cg" cpu.cfs_quota_us || cgroup_value "$cg" cpu.max)"
 	[ "${q%% *}" = 50000 ]
 	m="$(cgroup_value "$cg" memory.limit_in_bytes || cgroup_value "$cg" memory.max)"
-	[ "$m" = 134217728 ]
+	[ "$m" = 268435456 ]
 	run ab exec "$id" -- $PY -c '
 import os, time
 n = 0
