@@ -108,6 +108,16 @@ exec_wait() {
 	api "/v1/sandboxes/$1/exec" -d "{\"cmd\": $2, \"wait\": true}"
 }
 
+# microvm_guest DIR: build the microVM guest into DIR (scripts/build-guest,
+# a few seconds; nothing when DIR holds the same build already) and export
+# AGENTBOX_GUEST_DIR, where the daemon's monitors find it: call it before
+# daemon_start.
+microvm_guest() {
+	export AGENTBOX_GUEST_DIR="$1"
+	"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$(dirname "$AGENTBOX")/agentbox-agent" \
+		--out "$AGENTBOX_GUEST_DIR" >&2
+}
+
 ab() {
 	timeout -k 2 "${AB_CALL_TIMEOUT:-60}" "$AGENTBOX" "$@"
 }

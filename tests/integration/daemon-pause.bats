@@ -22,9 +22,7 @@ setup() {
 	# The microVM test's guest (scripts/build-guest, a few seconds), before
 	# the daemon starts: its monitors find it through the environment.
 	if [[ "$BATS_TEST_DESCRIPTION" == microvm* ]] && command -v qemu-system-x86_64 >/dev/null; then
-		export AGENTBOX_GUEST_DIR="$BATS_TEST_TMPDIR/guest"
-		"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$(dirname "$AGENTBOX")/agentbox-agent" \
-			--out "$AGENTBOX_GUEST_DIR" >&2
+		microvm_guest "$BATS_TEST_TMPDIR/guest"
 	fi
 	daemon_setup
 	export AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"

@@ -6,7 +6,8 @@
 # serves the next exec.  On gVisor, which ignores non-dumpable and lets
 # uid 0 signal PID 1, commands live in a pid namespace of their own whose
 # /proc lists no agent process (agent/cmdns.c); on native and Docker the
-# kernel's ptrace access checks and init's signal protection hold.
+# kernel's ptrace access checks and init's signal protection hold, and in
+# the microVM the guest kernel's.
 
 load daemon-common.bash
 
@@ -59,10 +60,11 @@ for pid in [1] + [int(p) for p in os.listdir(\"/proc\") if p.isdigit()]:
 " 2>&1
 	echo done'
 
+# agent_is_invisible BACKEND [CREATE-OPTION...]
 agent_is_invisible() {
 	local backend="$1" id other
 	daemon_start
-	id="$(ab create --backend "$backend" --workspace "$WS")"
+	id="$(ab create --backend "$backend" "${@:2}" --workspace "$WS")"
 	[ -n "$id" ]
 	# Another command, whose stdout is a pipe the agent reads.
 	other="$(ab exec -d "$id" -- sh -c "echo other-$MARK; exec sleep 1000")"
@@ -116,4 +118,14 @@ agent_is_invisible() {
 	load dockerd.bash
 	require_dockerd
 	agent_is_invisible docker
+}
+
+@test "microvm (tcg): a root command cannot open, trace or kill the agent" {
+	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
+		echo "qemu-system-x86_64 is not installed (scripts/install-deps microvm)" >&2
+		return 1
+	fi
+	microvm_guest "$BATS_FILE_TMPDIR/guest"
+	export AB_CALL_TIMEOUT=120 # every exec is slow under TCG
+	agent_is_invisible microvm --microvm-accel tcg
 }

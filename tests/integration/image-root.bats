@@ -147,9 +147,8 @@ check_backend() {
 	command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
 	PATH="$PATH:/usr/sbin:/sbin" command -v mke2fs >/dev/null || skip "mke2fs (e2fsprogs) is not installed"
 	load daemon-common.bash
-	export AGENTBOX_GUEST_DIR="$BATS_TEST_TMPDIR/guest" AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
-	"$BATS_TEST_DIRNAME/../../scripts/build-guest" --agent "$(dirname "$AGENTBOX")/agentbox-agent" \
-		--out "$AGENTBOX_GUEST_DIR" >&2
+	export AGENTBOX_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	microvm_guest "$BATS_TEST_TMPDIR/guest"
 	daemon_setup
 	daemon_start
 	body="$(jq -nc --arg a "$LAYERS/l1" --arg b "$LAYERS/l2" --arg c "$LAYERS/l3" --arg ws "$WS" \
