@@ -119,8 +119,20 @@ main(async () => {
   const cw = await rpc('CreateWatcher', { path: '/workspace', recursive: false });
   check(cw.status === 200 && /^[0-9a-f]{32}$/.test(cw.msg.watcherId), 'CreateWatcher');
   await sbx.files.write('polled.txt', 'p');
-  const ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
-  check(ge.status === 200 && ge.msg.events.some((ev) => ev.name === 'polled.txt' && ev.type === 'EVENT_TYPE_CREATE'), 'GetWatcherEvents');
+  // The write's answer and the watch's event come on two agent connections:
+  // the event may reach the daemon just after the answer (on gVisor it
+  // does, by a few ms), and GetWatcherEvents hands out what has arrived,
+  // as envd's does. So poll (at most 5 s) until the create is there.
+  const polled = [];
+  let ge;
+  for (let i = 0; i < 50; i++) {
+    ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
+    if (ge.status !== 200) break;
+    polled.push(...ge.msg.events);
+    if (polled.some((ev) => ev.name === 'polled.txt' && ev.type === 'EVENT_TYPE_CREATE')) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  check(ge.status === 200 && polled.some((ev) => ev.name === 'polled.txt' && ev.type === 'EVENT_TYPE_CREATE'), 'GetWatcherEvents');
   const ge2 = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId });
   check(ge2.status === 200 && ge2.msg.events.length === 0, 'GetWatcherEvents: each event once');
   check((await rpc('RemoveWatcher', { watcherId: cw.msg.watcherId })).status === 200, 'RemoveWatcher');

@@ -113,7 +113,8 @@ main(async () => {
   check(cw.status === 200, 'CreateWatcher');
   await sh('echo 1 >q/one');
   let ge;
-  for (let i = 0; i < 50 && !(ge && ge.msg.events && ge.msg.events.length); i++) { ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId }); if (!ge.msg.events.length) await sleep(20); }
+  // The event may arrive just after the command has ended: poll (250 times, 20 ms apart).
+  for (let t = 0; t < 5000 && !(ge && (ge.status !== 200 || ge.msg.events.length)); t += 20) { ge = await rpc('GetWatcherEvents', { watcherId: cw.msg.watcherId }); if (ge.status === 200 && !ge.msg.events.length) await sleep(20); }
   check(ge.status === 200 && ge.msg.events[0].name === 'one' && ge.msg.events[0].type === 'EVENT_TYPE_CREATE', 'GetWatcherEvents: the create');
   check(ge.msg.events[0].entry && ge.msg.events[0].entry.path.endsWith('/q/one') && ge.msg.events[0].entry.type === 'FILE_TYPE_FILE', 'includeEntry: the EntryInfo');
   if (!light) {
