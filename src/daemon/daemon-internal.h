@@ -57,6 +57,10 @@ struct ab_box_s {
 	json_t *labels;                         /* fixed once created */
 	int64_t created_ms, expires_ms, ttl_ms; /* Unix ms; expires 0 = never */
 	bool workspace_owned;                   /* the daemon made the workspace under dir */
+	/* "workspace_mounts": where the workspace is also bound read-write
+	 * (E2B's /home/user); only between parsing and check_spec, after
+	 * which the binds are spec mounts. */
+	char **workspace_mounts;
 	char backend[32];
 	pid_t monitor_pid;
 	uint64_t monitor_start; /* /proc/PID/stat starttime: a reused pid is not ours */

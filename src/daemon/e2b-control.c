@@ -191,6 +191,23 @@ merge_object (json_t *req, const char *key, const json_t *add, const char *what,
 	               : 0;
 }
 
+/* E2B's home: /home/user is the workspace (bound there as well as at
+ * /workspace, our other APIs' path) and the working directory, so
+ * relative paths and HOME land in it.  A template that names its own
+ * workdir, workspace_mounts or image (whose WORKDIR counts), or no
+ * workspace at all, keeps what it says. */
+static void
+apply_home (json_t *req)
+{
+	json_t *ws = json_object_get (req, "workspace");
+
+	if (json_object_get (req, "workdir") || json_object_get (req, "workspace_mounts")
+	    || json_object_get (req, "image") || (ws && json_is_null (ws)))
+		return;
+	json_object_set_new (req, "workdir", json_string (AB_E2B_HOME));
+	json_object_set_new (req, "workspace_mounts", json_pack ("[s]", AB_E2B_HOME));
+}
+
 /* The daemon create request for an E2B one. */
 static json_t *
 create_request (struct ab_daemon_s *d, const json_t *body, const char **tmpl_name, int *status,
@@ -220,6 +237,7 @@ create_request (struct ab_daemon_s *d, const json_t *body, const char **tmpl_nam
 		secs = json_integer_value (timeout);
 	}
 	req = json_deep_copy (t->req);
+	apply_home (req);
 	json_object_set_new (req, "ttl", json_integer (secs ? secs : DEFAULT_TIMEOUT_S));
 	labels = json_object_get (req, "labels");
 	if (!labels) {

@@ -25,6 +25,7 @@
 #define AB_E2B_ENVD_PORT         49983
 #define AB_E2B_TOKEN_LEN         64 /* 32 random bytes in hex */
 #define AB_E2B_LABEL             "e2b.template"
+#define AB_E2B_HOME              "/home/user" /* the user's home: the workspace */
 
 struct ab_e2b_template_s {
 	char *name;

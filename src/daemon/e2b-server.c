@@ -29,8 +29,8 @@
 #define KEY_MIN_HEX 32
 #define KEY_MAX     512
 
-/* The base template: the host root (the workspace image once images are
- * merged), the sandbox user uid 1000 whose home is the workspace. */
+/* The base template: the host root, the sandbox user uid 1000; its home
+ * /home/user is the workspace (e2b-control.c apply_home). */
 static const char base_template[] = "{\"user\":\"1000:1000\"}";
 
 static bool

@@ -198,6 +198,30 @@ real_dir (char **slot, const char *what, ab_error_t *err)
 	return 0;
 }
 
+/* "workspace_mounts": absolute paths inside the sandbox where its
+ * workspace is bound read-write as well as at /workspace. */
+static int
+parse_workspace_mounts (struct ab_box_s *b, const json_t *v, ab_error_t *err)
+{
+	size_t i;
+	json_t *p;
+
+	if (!v || json_is_null (v))
+		return 0;
+	if (!json_is_array (v))
+		return ab_error (err, 0, AB_E_INVALID, "'workspace_mounts' must be an array");
+	json_array_foreach (v, i, p)
+	{
+		const char *s = json_string_value (p);
+		if (!s || s[0] != '/')
+			return ab_error (err, 0, AB_E_INVALID,
+			                 "workspace_mounts[%zu]: an absolute path in the sandbox",
+			                 i);
+		ab_strv_push (&b->workspace_mounts, s);
+	}
+	return 0;
+}
+
 /* The request's own keys (ttl, labels) apart from the spec's. */
 static int
 parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
@@ -212,6 +236,11 @@ parse_request (struct ab_box_s *b, const json_t *req, ab_error_t *err)
 	json_object_del (spec, "labels");
 	json_object_del (spec, "credentials");
 	json_object_del (spec, "pull");
+	json_object_del (spec, "workspace_mounts");
+	if (parse_workspace_mounts (b, json_object_get (req, "workspace_mounts"), err) < 0) {
+		json_decref (spec);
+		return -1;
+	}
 	if (ab_box_snap_request (b, spec, err) < 0) {
 		json_decref (spec);
 		return -1;
@@ -267,6 +296,14 @@ check_spec (struct ab_box_s *b, ab_error_t *err)
 		    && (ab_error_clear (err), access (s->mounts[i].source, F_OK) < 0))
 			return ab_error (err, errno, AB_E_INVALID, "mount source '%s'",
 			                 s->mounts[i].source);
+	/* Added after the sources' check: a workspace the daemon makes does
+	 * not exist yet.  Validation below still refuses a duplicate. */
+	if (b->workspace_mounts && !s->workspace)
+		return ab_error (err, 0, AB_E_INVALID, "'workspace_mounts' needs a workspace");
+	for (char **m = b->workspace_mounts; m && *m; m++)
+		ab_spec_add_mount (s, AB_MOUNT_RW_BIND, s->workspace, *m, 0);
+	ab_cleanup_strvp (&b->workspace_mounts);
+	b->workspace_mounts = NULL;
 	if (ab_unix_addr (b->agent_sock, &sun, &sun_len, err) < 0)
 		return ab_error (err, 0, AB_E_INVALID,
 		                 "state directory path too long for a socket: %s", b->agent_sock);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/xalloc.h"
 
 static const char *const state_names[] = {
@@ -48,6 +49,7 @@ box_free (struct ab_box_s *b)
 		close (b->pidfd);
 	free (b->dead_reason);
 	free (b->from_snapshot);
+	ab_cleanup_strvp (&b->workspace_mounts);
 	free (b->pool);
 	free (b->dir);
 	free (b->agent_sock);

@@ -529,6 +529,28 @@ ab_api_snapshot_delete (struct ab_req_s *r)
 
 /* --- fork ------------------------------------------------------------- */
 
+/* The parent's binds of its own workspace ("workspace_mounts") become
+ * binds of the fork's. */
+static void
+fork_workspace_mounts (const struct ab_box_s *b, json_t *j)
+{
+	json_t *mounts = json_object_get (j, "mounts"), *ws = json_array ();
+
+	for (size_t i = 0; i < json_array_size (mounts);) {
+		json_t *m = json_array_get (mounts, i);
+		const char *src = json_string_value (json_object_get (m, "source"));
+		if (src && strcmp (src, b->spec.workspace) == 0) {
+			json_array_append (ws, json_object_get (m, "destination"));
+			json_array_remove (mounts, i);
+		} else
+			i++;
+	}
+	if (json_array_size (ws))
+		json_object_set_new (j, "workspace_mounts", ws);
+	else
+		json_decref (ws);
+}
+
 /* What a fork is created from: the parent's spec without its workspace
  * path (each fork gets its own) and without the parent's credential
  * token (a secret of the parent's alone; forks get no credentials). */
@@ -542,8 +564,10 @@ fork_request (struct ab_box_s *b, const char *snap)
 	json_t *v;
 	void *tmp;
 
-	if (b->workspace_owned)
+	if (b->workspace_owned) {
 		json_object_del (j, "workspace");
+		fork_workspace_mounts (b, j);
+	}
 	if (tok && *tok && json_is_object (env))
 		json_object_foreach_safe (env, tmp, k, v)
 		{

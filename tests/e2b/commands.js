@@ -15,14 +15,21 @@ main(async () => {
   const e = await rejects(sbx.commands.run('echo bad >&2; exit 7'), CommandExitError, 'exit 7 is CommandExitError');
   check(e.exitCode === 7 && e.stderr === 'bad\n', 'CommandExitError carries exit code and stderr');
   const id = await sbx.commands.run('id -u; pwd; echo $HOME');
-  check(id.stdout === '1000\n/workspace\n/workspace\n', 'default user 1000, home and cwd the workspace');
-  const root = await sbx.commands.run('id -u', { user: 'root' });
-  check(root.stdout === '0\n', 'user root');
+  check(id.stdout === '1000\n/home/user\n/home/user\n', 'default user 1000, home and cwd /home/user');
+  check((await sbx.commands.run('pwd')).stdout === '/home/user\n', 'pwd is /home/user');
+  check((await sbx.commands.run('echo $HOME')).stdout === '/home/user\n', '$HOME is /home/user');
+  const root = await sbx.commands.run('id -u; echo $HOME', { user: 'root' });
+  check(root.stdout === '0\n/root\n', 'user root, HOME /root');
   const env = await sbx.commands.run('echo $FOO:$BAR', { envs: { FOO: 'x', BAR: 'y z' } });
   check(env.stdout === 'x:y z\n', 'envs');
   const cwd = await sbx.commands.run('mkdir -p sub && cd sub && pwd');
-  const cwd2 = await sbx.commands.run('pwd', { cwd: '/workspace/sub' });
-  check(cwd.stdout === '/workspace/sub\n' && cwd2.stdout === '/workspace/sub\n', 'cwd');
+  const cwd2 = await sbx.commands.run('pwd', { cwd: '/home/user/sub' });
+  const cwd3 = await sbx.commands.run('pwd', { cwd: 'sub' });
+  check(cwd.stdout === '/home/user/sub\n' && cwd2.stdout === '/home/user/sub\n' && cwd3.stdout === '/home/user/sub\n', 'cwd (absolute and relative)');
+  const ws = await sbx.commands.run('test -d /workspace/sub && echo same');
+  check(ws.stdout === 'same\n', 'the home is the workspace: /workspace/sub is there too');
+  const own = await sbx.commands.run('stat -c %u /home/user /workspace');
+  check(own.stdout === '1000\n1000\n', 'the home (the workspace) belongs to the user');
   // A big output in a few chunks arrives whole and in order.
   const big = await sbx.commands.run('seq 1 200000');
   check(big.stdout.split('\n').length === 200001 && big.stdout.endsWith('200000\n'), 'large output whole');

@@ -3,6 +3,8 @@
 // the watcher RPCs; owner, group, symlinkTarget.
 'use strict';
 const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
 const zlib = require('zlib');
 const { e2b, pkg, template, check, rejects, raw, main } = require('./common.js');
 const { Sandbox } = e2b;
@@ -10,9 +12,16 @@ const { Sandbox } = e2b;
 main(async () => {
   const sbx = await Sandbox.create(template);
   const w = await sbx.files.write('notes/a.txt', 'hello files\n');
-  check(w.path === '/workspace/notes/a.txt' && w.name === 'a.txt', 'write answers the path (parents made)');
+  check(w.path === '/home/user/notes/a.txt' && w.name === 'a.txt', 'write answers the path in /home/user (parents made)');
   check(await sbx.files.read('notes/a.txt') === 'hello files\n', 'read text back');
-  check(await sbx.files.read('/workspace/notes/a.txt') === 'hello files\n', 'absolute path');
+  check(await sbx.files.read('/home/user/notes/a.txt') === 'hello files\n', 'absolute path');
+  // /home/user is the sandbox's workspace: the same file at /workspace
+  // inside and in the workspace directory on the host.
+  check(await sbx.files.read('/workspace/notes/a.txt') === 'hello files\n', 'the file is at /workspace too');
+  const inside = await sbx.commands.run('cat /workspace/notes/a.txt');
+  check(inside.stdout === 'hello files\n', 'a command sees it at /workspace');
+  const host = path.join(process.env.STATE, 'sandboxes', sbx.sandboxId, 'workspace', 'notes', 'a.txt');
+  check(fs.readFileSync(host, 'utf8') === 'hello files\n', 'and it is in the host workspace directory');
   const big = crypto.randomBytes(64 << 20);
   await sbx.files.write('big.bin', big);
   const back = Buffer.from(await sbx.files.read('big.bin', { format: 'bytes' }));
@@ -28,7 +37,7 @@ main(async () => {
   check(info.type === 'file' && info.size === 12 && info.permissions === '-rw-r--r--' && info.modifiedTime instanceof Date, 'getInfo');
   check(await sbx.files.makeDir('dir1') === true && await sbx.files.makeDir('dir1') === false, 'makeDir, and again: false');
   const mv = await sbx.files.rename('notes/a.txt', 'dir1/b.txt');
-  check(mv.path === '/workspace/dir1/b.txt' && await sbx.files.exists('notes/a.txt') === false, 'rename');
+  check(mv.path === '/home/user/dir1/b.txt' && await sbx.files.exists('notes/a.txt') === false, 'rename');
   await sbx.files.remove('dir1');
   check(await sbx.files.exists('dir1') === false, 'remove (recursive)');
   await rejects(sbx.files.read('missing.txt'), e2b.NotFoundError || e2b.FileNotFoundError || Error, 'read of a missing file fails');
@@ -116,7 +125,7 @@ main(async () => {
     return { status: r.status, msg: JSON.parse(r.body.toString() || '{}') };
   };
   const token = sbx.envdAccessToken || sbx.envdApi?.accessToken || sbx.connectionConfig?.accessToken;
-  const cw = await rpc('CreateWatcher', { path: '/workspace', recursive: false });
+  const cw = await rpc('CreateWatcher', { path: '/home/user', recursive: false });
   check(cw.status === 200 && /^[0-9a-f]{32}$/.test(cw.msg.watcherId), 'CreateWatcher');
   await sbx.files.write('polled.txt', 'p');
   // The write's answer and the watch's event come on two agent connections:

@@ -17,14 +17,15 @@ e2b_need() {
 }
 
 # e2b_daemon_start: the daemon of this file, its key and a gVisor template;
-# --max-upload 256M so that the gzip bomb of files.js meets it in a second.
+# "ownwd" names its own workdir; --max-upload 256M so that the gzip bomb of files.js meets it in a second.
 e2b_daemon_start() {
 	local try
 	printf '{"backend": "gvisor", "user": "1000:1000"}\n' >"$D/gvisor.json"
+	printf '{"user": "1000:1000", "workdir": "/workspace"}\n' >"$D/ownwd.json"
 	for try in 1 2 3 4 5; do
 		E2B_PORT=$((20000 + RANDOM % 20000))
 		daemon_start --e2b-listen "127.0.0.1:$E2B_PORT" --e2b-api-key-file "$D/key" \
-			--e2b-generate-key --e2b-template "gvisor=$D/gvisor.json" --max-upload 256M \
+			--e2b-generate-key --e2b-template "gvisor=$D/gvisor.json" --e2b-template "ownwd=$D/ownwd.json" --max-upload 256M \
 			2>/dev/null && break
 		grep -q 'Address already in use' "$D/daemon.log" || return 1
 		: >"$D/daemon.log"

@@ -92,6 +92,32 @@ setup() {
 	api -X DELETE "/v1/sandboxes/$rid?force=1"
 }
 
+@test "e2b: base's home /home/user is its workspace bound read-write; a template's own workdir stays" {
+	id="$(curl -sS --max-time 30 -H "X-API-KEY: $E2B_API_KEY" -H 'Content-Type: application/json' \
+		-d '{"templateID":"base"}' "$E2B_API_URL/sandboxes" | jq -er .sandboxID)"
+	api "/v1/sandboxes/$id" | jq -e '.spec as $s | $s.workdir == "/home/user"
+		and ([$s.mounts[] | select(.destination == "/home/user" and .type == "rw" and .source == $s.workspace)] | length) == 1'
+	# The daemon's chown of the workspace is the home's owner too.
+	[ "$(stat -c %u:%g "$STATE/sandboxes/$id/workspace")" = 1000:1000 ]
+	# A fork binds its own workspace at /home/user, not its parent's.
+	[ "$(api_status "/v1/sandboxes/$id/fork" -d '{"count": 1}')" = 201 ]
+	f="$(jq -r '.sandboxes[0].id' "$D/body")"
+	api "/v1/sandboxes/$f" | jq -e --arg p "$STATE/sandboxes/$id" '.spec as $s | $s.workdir == "/home/user"
+		and ([$s.mounts[] | select(.destination == "/home/user")] | length) == 1
+		and ([$s.mounts[] | select(.destination == "/home/user" and .source == $s.workspace)] | length) == 1
+		and ($s.workspace | startswith($p) | not)'
+	api -X DELETE "/v1/sandboxes/$f?force=1"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 -X DELETE -H "X-API-KEY: $E2B_API_KEY" "$E2B_API_URL/sandboxes/$id")" = 204 ]
+	id="$(curl -sS --max-time 30 -H "X-API-KEY: $E2B_API_KEY" -H 'Content-Type: application/json' \
+		-d '{"templateID":"ownwd"}' "$E2B_API_URL/sandboxes" | jq -er .sandboxID)"
+	api "/v1/sandboxes/$id" | jq -e '.spec.workdir == "/workspace" and ([.spec.mounts[]? | select(.destination == "/home/user")] | length) == 0'
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 -X DELETE -H "X-API-KEY: $E2B_API_KEY" "$E2B_API_URL/sandboxes/$id")" = 204 ]
+	# The REST API's sandboxes keep /workspace and get no such bind.
+	rid="$(create '{}')"
+	api "/v1/sandboxes/$rid" | jq -e '.spec.workdir == "/workspace" and ([.spec.mounts[]? | select(.destination == "/home/user")] | length) == 0'
+	api -X DELETE "/v1/sandboxes/$rid?force=1"
+}
+
 @test "e2b: a daemon SIGKILLed and restarted: the SDK keeps using its sandboxes" {
 	for v in $E2B_VERSIONS; do
 		E2B_PKG=$v E2B_STATE="$D/restart-$v.json" timeout 60 node "$ROOT_DIR/tests/e2b/restart.js" make
