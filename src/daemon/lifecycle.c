@@ -214,9 +214,9 @@ parse_workspace_mounts (struct ab_box_s *b, const json_t *v, ab_error_t *err)
 	{
 		const char *s = json_string_value (p);
 		if (!s || s[0] != '/')
-			return ab_error (err, 0, AB_E_INVALID,
-			                 "workspace_mounts[%zu]: an absolute path in the sandbox",
-			                 i);
+			return ab_error (
+			        err, 0, AB_E_INVALID,
+			        "workspace_mounts[%zu] must be an absolute path in the sandbox", i);
 		ab_strv_push (&b->workspace_mounts, s);
 	}
 	return 0;

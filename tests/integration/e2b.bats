@@ -116,6 +116,10 @@ setup() {
 	rid="$(create '{}')"
 	api "/v1/sandboxes/$rid" | jq -e '.spec.workdir == "/workspace" and ([.spec.mounts[]? | select(.destination == "/home/user")] | length) == 0'
 	api -X DELETE "/v1/sandboxes/$rid?force=1"
+	[ "$(api_status /v1/sandboxes -d '{"workspace_mounts": ["home/user"]}')" = 400 ]
+	grep -q 'must be an absolute path' "$D/body"
+	[ "$(api_status /v1/sandboxes -d '{"workspace": null, "workspace_mounts": ["/home/user"]}')" = 400 ]
+	grep -q 'needs a workspace' "$D/body"
 }
 
 @test "e2b: a daemon SIGKILLed and restarted: the SDK keeps using its sandboxes" {
