@@ -43,8 +43,10 @@
 #define LISTEN_TIMEOUT_MS 30000
 #define RM_TIMEOUT_MS     30000
 /* How long the monitor waits for a dying agent to end, then for dockerd to
- * record the end (ended_by_oom); the inspect call itself is bounded too. */
-#define OOM_WAIT_MS  3000
+ * record the end (ended_by_oom); the inspect call itself is bounded too.
+ * A busy host's dockerd took more than 3 s to mark an OOM-killed
+ * container stopped (the OOM was then told as "went away"). */
+#define OOM_WAIT_MS  10000
 #define TERMINATE_MS (RM_TIMEOUT_MS + 2 * OOM_WAIT_MS + 15000)
 
 /* In the private directory <service_socket>.docker. */

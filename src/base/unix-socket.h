@@ -19,7 +19,10 @@ int ab_unix_abstract_addr (const char *name, struct sockaddr_un *sun, socklen_t 
                            ab_error_t *err);
 
 /* A blocking SOCK_STREAM | SOCK_CLOEXEC socket connected to `path`.
- * Nobody listening (ENOENT, ECONNREFUSED) is AB_E_NOT_FOUND. */
+ * Nobody listening (ENOENT, ECONNREFUSED) is AB_E_NOT_FOUND.  Here and in
+ * ab_unix_listen a path too long for sun_path is reached through its
+ * directory, opened and named as /proc/self/fd/N/LAST (only LAST must
+ * fit). */
 int ab_unix_connect (const char *path, ab_error_t *err);
 
 /* A SOCK_STREAM | SOCK_CLOEXEC socket bound to `path` and listening.  It

@@ -491,7 +491,8 @@ oom_agent() {
 	name="$(container_of "$id")"
 	ab exec -d "$id" -- sh -c "sleep 3; $HOGS" >/dev/null
 	oom_agent "$name"
-	for ((i = 0; i < 200; i++)); do
+	# 40 s at most: the monitor gives dockerd 10 s to record the end.
+	for ((i = 0; i < 400; i++)); do
 		[ "$(api "/v1/sandboxes/$id" | jq -r .state)" = dead ] && break
 		sleep 0.1
 	done

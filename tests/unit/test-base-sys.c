@@ -2,7 +2,7 @@
  * in all three units and never goes back; base/clock.c's wall clock is the
  * epoch's) and base/unix-socket.c (names that do not fit are refused,
  * never cut; a listener and a client meet; nobody listening is "not
- * found"). */
+ * found"; a path longer than sun_path is reached through its directory). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,6 +134,49 @@ test_unix_listen_connect (void **state)
 	rmdir (dir);
 }
 
+/* A path longer than sun_path: listen and connect reach it through its
+ * directory (/proc/self/fd), the socket file is at the path itself, and
+ * a last component that cannot fit is still refused. */
+static void
+test_unix_long_path (void **state)
+{
+	ab_error_t err = AB_ERROR_INIT;
+	char dir[] = "/tmp/ab-unix-XXXXXX", deep[256], path[320], bad[400];
+	struct stat st;
+	int l, c, a;
+	(void)state;
+
+	assert_non_null (mkdtemp (dir));
+	snprintf (deep, sizeof deep, "%s/%0120d", dir, 0);
+	assert_int_equal (mkdir (deep, 0700), 0);
+	snprintf (path, sizeof path, "%s/agent.sock", deep);
+	assert_true (strlen (path) > 108);
+	assert_true (ab_unix_connect (path, &err) < 0);
+	assert_int_equal (err.kind, AB_E_NOT_FOUND);
+
+	ab_error_clear (&err);
+	l = ab_unix_listen (path, 4, &err);
+	assert_true (l >= 0);
+	assert_int_equal (stat (path, &st), 0);
+	assert_true (S_ISSOCK (st.st_mode));
+	c = ab_unix_connect (path, &err);
+	assert_true (c >= 0);
+	a = accept (l, NULL, NULL);
+	assert_true (a >= 0);
+	assert_int_equal (err.kind, AB_E_NONE);
+	close (a);
+	close (c);
+	close (l);
+
+	snprintf (bad, sizeof bad, "%s/%0150d", deep, 0);
+	assert_true (ab_unix_listen (bad, 4, &err) < 0);
+	assert_int_equal (err.kind, AB_E_INVALID);
+	assert_non_null (strstr (err.msg, "last component"));
+	unlink (path);
+	rmdir (deep);
+	rmdir (dir);
+}
+
 /* After a short write the iovec moves past what was written, across and
  * into entries. */
 static void
@@ -183,6 +226,7 @@ main (void)
 		cmocka_unit_test (test_wall_is_epoch),
 		cmocka_unit_test (test_unix_addr_limits),
 		cmocka_unit_test (test_unix_listen_connect),
+		cmocka_unit_test (test_unix_long_path),
 		cmocka_unit_test (test_iov_advance),
 		cmocka_unit_test (test_proc_stat_fields),
 	};
