@@ -389,7 +389,7 @@ runtime_sums() {
 	grep -Eqx 'forkbomb: EAGAIN after [0-9]+' "$out"
 	local n
 	n="$(sed -n 's/^forkbomb: EAGAIN after \([0-9]*\)$/\1/p' "$out")"
-	[ "$n" -lt 64 ]
+	[ "$n" -lt "$(pids_bound 64)" ]
 	[ "$n" -gt 10 ]
 }
 

@@ -81,6 +81,21 @@ ab_teardown() {
 	true
 }
 
+# pids_bound N: the most processes a sandbox of --pids N may reach, plus
+# one.  N everywhere but gVisor: runsc 2022-12's pids controller lets a
+# fork loop past pids.max on a busy host (61-62 of 64 when idle; 67, 76
+# and 87 seen under load), and what bounds the overshoot there is the
+# host cgroup's pids backstop around the sentry (about 10 host tasks per
+# sandbox process, AB_OCI_HOST_TASKS_* in backend/oci-bundle.h): about
+# 110 processes for --pids 64, so 2N.  docs/security.md lists it.
+pids_bound() {
+	if [ "${AB_BACKEND:-native}" = gvisor ]; then
+		echo $(($1 * 2))
+	else
+		echo "$1"
+	fi
+}
+
 # AB_BACKEND (default native) is the backend of every sandbox these tests
 # make (`agentbox run` and the daemon's, through AGENTBOX_BACKEND): the
 # conformance target runs the suites once per backend.  Without it, auto
