@@ -239,17 +239,22 @@ out:
 	return r;
 }
 
-/* A plain root tar (blob already in the store) as a one-layer image. */
+/* A plain root tar (blob already in the store) as a one-layer image: it
+ * is unpacked first, and the diff_id computed then is the layer's
+ * identity in the config (the blob may be compressed). */
 static int
 import_layer_blob (const struct ab_store_s *st, const char *ldig, int64_t lsize, const char *name,
                    char **digest_out, ab_error_t *err)
 {
-	json_t *cfg = json_pack ("{s:s, s:s, s:{}, s:{s:s, s:[s]}}", "architecture", "amd64", "os",
-	                         "linux", "config", "rootfs", "type", "layers", "diff_ids", ldig);
-	cleanup_free char *text = json_dumps (cfg, JSON_COMPACT | JSON_SORT_KEYS);
+	cleanup_free char *diff = NULL, *text = NULL;
 	cleanup_free char *cdig = NULL, *mdig = NULL, *nm = NULL;
-	json_t *layers;
+	json_t *cfg, *layers;
 
+	if (ab_store_unpack_layer (st, ldig, NULL, &diff, err) < 0)
+		return -1;
+	cfg = json_pack ("{s:s, s:s, s:{}, s:{s:s, s:[s]}}", "architecture", "amd64", "os", "linux",
+	                 "config", "rootfs", "type", "layers", "diff_ids", diff);
+	text = json_dumps (cfg, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref (cfg);
 	if (ab_store_put_bytes (st, text, strlen (text), &cdig, err) < 0)
 		return -1;

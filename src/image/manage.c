@@ -224,7 +224,7 @@ ab_image_inspect (const char *state_dir, const char *name, ab_error_t *err)
 {
 	struct ab_store_s st;
 	cleanup_free char *dg = NULL;
-	json_t *rec = NULL, *names, *dirs, *l;
+	json_t *rec = NULL, *names, *dirs, *keys, *l;
 	size_t i;
 
 	if (ab_store_open (state_dir, &st, err) < 0)
@@ -235,11 +235,15 @@ ab_image_inspect (const char *state_dir, const char *name, ab_error_t *err)
 		json_object_set_new (rec, "names", names ? names_of (names, dg) : json_array ());
 		json_decref (names);
 		dirs = json_array ();
-		json_array_foreach (json_object_get (rec, "layers"), i, l)
+		keys = ab_store_layer_keys (&st, rec, &(ab_error_t)AB_ERROR_INIT);
+		json_array_foreach (keys, i, l) if (ab_image_digest_valid (json_string_value (l)))
 		{
 			cleanup_free char *p = ab_store_layer_path (&st, json_string_value (l));
 			json_array_append_new (dirs, json_string (p));
 		}
+		if (keys && !json_object_get (rec, "diff_ids"))
+			json_object_set (rec, "diff_ids", keys);
+		json_decref (keys);
 		json_object_set_new (rec, "layer_dirs", dirs);
 	}
 	ab_store_close (&st);
@@ -343,7 +347,7 @@ ab_image_prune (const char *state_dir, uint64_t *freed_bytes, ab_error_t *err)
 {
 	struct ab_store_s st;
 	cleanup_close int lock = -1;
-	json_t *names, *leases, *recs, *keep, *r, *l;
+	json_t *names, *leases, *recs, *keep, *keep_layers, *r, *l;
 	uint64_t freed = 0;
 	size_t i, j;
 
@@ -356,7 +360,8 @@ ab_image_prune (const char *state_dir, uint64_t *freed_bytes, ab_error_t *err)
 	}
 	leases = live_leases (&st, true);
 	recs = each_record (&st);
-	keep = json_object ();
+	keep = json_object ();        /* blobs (and their diffs/ entries) */
+	keep_layers = json_object (); /* layer directories, by diff_id */
 	json_array_foreach (recs, i, r)
 	{
 		const char *dg = json_string_value (json_object_get (r, "digest"));
@@ -373,13 +378,21 @@ ab_image_prune (const char *state_dir, uint64_t *freed_bytes, ab_error_t *err)
 		                     json_true ());
 		json_array_foreach (json_object_get (r, "layers"), j, l)
 		        json_object_set_new (keep, json_string_value (l), json_true ());
+		/* Layer directories by diff_id (an old record: its config's;
+		 * layers/ keyed by blob digest are then not kept). */
+		json_t *keys = ab_store_layer_keys (&st, r, &(ab_error_t)AB_ERROR_INIT);
+		json_array_foreach (keys, j, l) if (json_is_string (l))
+		        json_object_set_new (keep_layers, json_string_value (l), json_true ());
+		json_decref (keys);
 	}
 	/* Pulls in progress hold blob locks, not this one: prune is meant
 	 * for a quiet store (docs/images.md). */
 	sweep (&st, "blobs/sha256", keep, &freed);
-	sweep (&st, "layers", keep, &freed);
+	sweep (&st, "layers", keep_layers, &freed);
+	sweep (&st, "diffs", keep, &freed); /* by blob: a blob kept keeps its diff_id */
 	sweep (&st, "tmp", NULL, &freed);
 	json_decref (keep);
+	json_decref (keep_layers);
 	json_decref (recs);
 	json_decref (leases);
 	json_decref (names);

@@ -132,21 +132,77 @@ ab_index_pick (json_t *index, const char *platform, ab_error_t *err)
 }
 
 char *
-ab_store_layer_path (const struct ab_store_s *st, const char *digest)
+ab_store_layer_path (const struct ab_store_s *st, const char *diff_id)
 {
-	return ab_store_path (st, "layers/%s", digest + 7);
+	return ab_store_path (st, "layers/%s", diff_id + 7);
+}
+
+static bool
+layer_present (const struct ab_store_s *st, const char *diff_id)
+{
+	cleanup_free char *p = ab_store_layer_path (st, diff_id);
+	struct stat s;
+
+	return lstat (p, &s) == 0 && S_ISDIR (s.st_mode);
+}
+
+/* diffs/BLOBHEX: the blob's diff_id, once checked; NULL when unknown. */
+static char *
+known_diff (const struct ab_store_s *st, const char *blob)
+{
+	cleanup_free char *p = ab_store_path (st, "diffs/%s", blob + 7);
+	cleanup_close int fd = open (p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char buf[7 + 64 + 2] = { 0 };
+	ssize_t n;
+
+	if (fd < 0 || (n = read (fd, buf, sizeof buf - 1)) <= 0)
+		return NULL;
+	buf[strcspn (buf, "\n")] = '\0';
+	return ab_image_digest_valid (buf) ? xstrdup (buf) : NULL;
 }
 
 static int
-unpack_into_temp (const struct ab_store_s *st, const char *digest, char **tmp_out, ab_error_t *err)
+remember_diff (const struct ab_store_s *st, const char *blob, const char *diff_id, ab_error_t *err)
 {
-	cleanup_free char *blob = ab_store_blob_path (st, digest);
-	cleanup_free char *tmp = ab_store_path (st, "tmp/layer-%.16s.XXXXXX", digest + 7);
-	cleanup_close int fd = open (blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), dfd = -1;
-	struct ab_unpack_opts_s o = { .whiteouts = true };
+	cleanup_free char *p = ab_store_path (st, "diffs/%s", blob + 7);
+	cleanup_free char *text = xasprintf ("%s\n", diff_id);
+
+	return ab_write_file_atomic (p, text, strlen (text), err);
+}
+
+static int
+diff_mismatch (const char *blob, const char *got, const char *want, ab_error_t *err)
+{
+	return ab_error (err, 0, AB_E_INVALID,
+	                 "layer %s: its uncompressed content is %s but the image config's "
+	                 "diff_id is %s; refused",
+	                 blob, got, want);
+}
+
+static int
+open_blob (const struct ab_store_s *st, const char *blob, ab_error_t *err)
+{
+	cleanup_free char *p = ab_store_blob_path (st, blob);
+	int fd = open (p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
-		return ab_error (err, errno, AB_E_NOT_FOUND, "blob %s", digest);
+		return ab_error (err, errno, AB_E_NOT_FOUND, "blob %s", blob);
+	return fd;
+}
+
+/* Unpack blob into tmp/layer-…, hashing its uncompressed stream; synced
+ * (syncfs) before it is renamed into layers/, so a layer directory that
+ * exists is complete on disk. */
+static int
+unpack_into_temp (const struct ab_store_s *st, const char *blob, char **tmp_out, char **diff_out,
+                  ab_error_t *err)
+{
+	cleanup_free char *tmp = ab_store_path (st, "tmp/layer-%.16s.XXXXXX", blob + 7);
+	cleanup_close int fd = open_blob (st, blob, err), dfd = -1;
+	struct ab_unpack_opts_s o = { .whiteouts = true, .diff_id = diff_out };
+
+	if (fd < 0)
+		return -1;
 	if (!mkdtemp (tmp))
 		return ab_error (err, errno, AB_E_SYSTEM, "mkdtemp %s", tmp);
 	dfd = open (tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -154,42 +210,145 @@ unpack_into_temp (const struct ab_store_s *st, const char *digest, char **tmp_ou
 		if (dfd < 0)
 			ab_error (err, errno, AB_E_SYSTEM, "open %s", tmp);
 		ab_rm_rf (tmp);
-		return ab_error_wrap (err, "layer %s", digest);
+		return ab_error_wrap (err, "layer %s", blob);
 	}
 	/* The layer's root is the image's "/": 0755 whatever mkdtemp made. */
-	if (fchmod (dfd, 0755) < 0) {
+	if (fchmod (dfd, 0755) < 0 || syncfs (dfd) < 0) {
+		int e = errno;
 		ab_rm_rf (tmp);
-		return ab_error (err, errno, AB_E_SYSTEM, "chmod %s", tmp);
+		free (*diff_out);
+		*diff_out = NULL;
+		return ab_error (err, e, AB_E_SYSTEM, "chmod/sync %s", tmp);
 	}
 	*tmp_out = steal_pointer (&tmp);
 	return 0;
 }
 
-int
-ab_store_unpack_layer (const struct ab_store_s *st, const char *digest, ab_error_t *err)
+/* The layer directory is there: check once that this blob is that
+ * layer (decompress and hash; nothing written), then remember it. */
+static int
+check_present (const struct ab_store_s *st, const char *blob, const char *diff_id,
+               const char *known, ab_error_t *err)
 {
-	cleanup_free char *dst = ab_store_layer_path (st, digest);
-	cleanup_free char *lockname = xasprintf ("layer-%s", digest + 7);
-	cleanup_free char *tmp = NULL;
-	cleanup_close int lock = -1;
-	struct stat s;
+	cleanup_free char *got = NULL;
+	cleanup_close int fd = -1;
 
-	if (lstat (dst, &s) == 0 && S_ISDIR (s.st_mode))
+	if (known)
 		return 0;
-	lock = ab_store_lock (st, lockname, err);
-	if (lock < 0)
+	fd = open_blob (st, blob, err);
+	if (fd < 0 || ab_unpack_digest_fd (fd, &got, err) < 0)
+		return ab_error_wrap (err, "layer %s", blob);
+	if (strcmp (got, diff_id) != 0)
+		return diff_mismatch (blob, got, diff_id, err);
+	return remember_diff (st, blob, diff_id, err);
+}
+
+int
+ab_store_unpack_layer (const struct ab_store_s *st, const char *blob, const char *diff_id,
+                       char **diff_out, ab_error_t *err)
+{
+	cleanup_free char *known = NULL, *got = NULL, *tmp = NULL, *dst = NULL;
+	cleanup_free char *lockname = NULL;
+	cleanup_close int lock = -1;
+	const char *key;
+
+	if (!ab_image_digest_valid (blob) || (diff_id && !ab_image_digest_valid (diff_id)))
+		return ab_error (err, 0, AB_E_INVALID, "bad layer digest");
+	known = known_diff (st, blob);
+	if (known && diff_id && strcmp (known, diff_id) != 0)
+		return diff_mismatch (blob, known, diff_id, err);
+	key = diff_id ? diff_id : known;
+	if (key) {
+		if (layer_present (st, key))
+			goto present;
+		lockname = xasprintf ("layer-%s", key + 7);
+		lock = ab_store_lock (st, lockname, err);
+		if (lock < 0)
+			return -1;
+		if (layer_present (st, key))
+			goto present; /* another puller unpacked it while we waited */
+	}
+	if (unpack_into_temp (st, blob, &tmp, &got, err) < 0)
 		return -1;
-	if (lstat (dst, &s) == 0 && S_ISDIR (s.st_mode))
-		return 0; /* another puller unpacked it while we waited */
-	if (unpack_into_temp (st, digest, &tmp, err) < 0)
-		return -1;
-	/* Atomic: a layer directory exists complete or not at all. */
-	if (rename (tmp, dst) < 0) {
+	if (diff_id && strcmp (got, diff_id) != 0) {
+		ab_rm_rf (tmp);
+		return diff_mismatch (blob, got, diff_id, err);
+	}
+	if (!key) {
+		lockname = xasprintf ("layer-%s", got + 7);
+		lock = ab_store_lock (st, lockname, err);
+		if (lock < 0) {
+			ab_rm_rf (tmp);
+			return -1;
+		}
+	}
+	dst = ab_store_layer_path (st, got);
+	if (layer_present (st, got))
+		ab_rm_rf (tmp); /* the same layer, from another blob, meanwhile */
+	else if (rename (tmp, dst) < 0) {
+		/* Atomic: a layer directory exists complete or not at all. */
 		int e = errno;
 		ab_rm_rf (tmp);
 		return ab_error (err, e, AB_E_SYSTEM, "rename %s", tmp);
-	}
+	} else if (ab_store_sync_dir (st, "layers", err) < 0)
+		return -1;
+	if (remember_diff (st, blob, got, err) < 0)
+		return -1;
+	if (diff_out)
+		*diff_out = steal_pointer (&got);
 	return 0;
+present:
+	if (check_present (st, blob, key, known, err) < 0)
+		return -1;
+	if (diff_out)
+		*diff_out = xstrdup (key);
+	return 0;
+}
+
+json_t *
+ab_store_layer_keys (const struct ab_store_s *st, json_t *rec, ab_error_t *err)
+{
+	cleanup_free char *cbody = NULL;
+	json_t *keys = json_object_get (rec, "diff_ids"), *cfg, *out;
+	const char *cdig = json_string_value (json_object_get (rec, "config_digest"));
+	size_t clen;
+
+	if (json_is_array (keys))
+		return json_incref (keys);
+	/* A record from before diff_ids were kept: its config's. */
+	if (!cdig || ab_store_read_blob (st, cdig, AB_IMAGE_MAX_MANIFEST, &cbody, &clen, err) < 0)
+		return NULL;
+	cfg = json_loadb (cbody, clen, 0, NULL);
+	out = json_object_get (json_object_get (cfg, "rootfs"), "diff_ids");
+	if (!json_is_array (out)) {
+		json_decref (cfg);
+		ab_error (err, 0, AB_E_INVALID, "image config %s has no rootfs.diff_ids", cdig);
+		return NULL;
+	}
+	json_incref (out);
+	json_decref (cfg);
+	return out;
+}
+
+/* The config's rootfs.diff_ids: one valid digest per layer. */
+static json_t *
+config_diff_ids (json_t *cfg, size_t n_layers, ab_error_t *err)
+{
+	json_t *d = json_object_get (json_object_get (cfg, "rootfs"), "diff_ids"), *v;
+	size_t i;
+
+	if (!json_is_array (d) || json_array_size (d) != n_layers) {
+		ab_error (err, 0, AB_E_INVALID,
+		          "image config: rootfs.diff_ids has %zu entries for %zu layers",
+		          json_is_array (d) ? json_array_size (d) : (size_t)0, n_layers);
+		return NULL;
+	}
+	json_array_foreach (d, i, v) if (!ab_image_digest_valid (json_string_value (v)))
+	{
+		ab_error (err, 0, AB_E_INVALID, "image config: diff_id %zu is not a digest", i);
+		return NULL;
+	}
+	return d;
 }
 
 /* The parts of the config a sandbox uses (podman's defaults). */
@@ -214,7 +373,7 @@ build_record (const struct ab_store_s *st, const char *manifest_digest, ab_error
 	cleanup_free char *mbody = NULL, *cbody = NULL, *cdig = NULL;
 	cleanup_strv char **layers = NULL;
 	size_t mlen, clen;
-	json_t *cfg, *rec, *ls;
+	json_t *cfg, *rec, *ls, *diffs;
 	json_error_t je;
 	uint64_t size = 0;
 
@@ -229,22 +388,34 @@ build_record (const struct ab_store_s *st, const char *manifest_digest, ab_error
 		          cfg ? "not an object" : je.text);
 		return NULL;
 	}
+	size_t n = 0;
+	while (layers[n])
+		n++;
+	if (!(diffs = config_diff_ids (cfg, n, err))) {
+		json_decref (cfg);
+		return NULL;
+	}
+	json_incref (diffs);
 	ls = json_array ();
 	for (size_t i = 0; layers[i]; i++) {
 		cleanup_free char *bp = ab_store_blob_path (st, layers[i]);
 		struct stat s;
 		if (stat (bp, &s) == 0)
 			size += (uint64_t)s.st_size;
-		if (ab_store_unpack_layer (st, layers[i], err) < 0) {
+		if (ab_store_unpack_layer (st, layers[i],
+		                           json_string_value (json_array_get (diffs, i)), NULL, err)
+		    < 0) {
 			json_decref (ls);
+			json_decref (diffs);
 			json_decref (cfg);
 			return NULL;
 		}
 		json_array_append_new (ls, json_string (layers[i]));
 	}
-	rec = json_pack ("{s:s, s:s, s:o, s:o, s:I, s:I, s:s?, s:s?}", "digest", manifest_digest,
-	                 "config_digest", cdig, "layers", ls, "config", config_subset (cfg), "size",
-	                 (json_int_t)size, "stored", (json_int_t)time (NULL), "os",
+	rec = json_pack ("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:s?, s:s?}", "digest",
+	                 manifest_digest, "config_digest", cdig, "layers", ls, "diff_ids", diffs,
+	                 "config", config_subset (cfg), "size", (json_int_t)size, "stored",
+	                 (json_int_t)time (NULL), "os",
 	                 json_string_value (json_object_get (cfg, "os")), "architecture",
 	                 json_string_value (json_object_get (cfg, "architecture")));
 	json_decref (cfg);

@@ -219,24 +219,39 @@ apply_command (struct ab_spec_s *spec, json_t *cfg, bool given, ab_error_t *err)
 static int
 fill_layers (const struct ab_store_s *st, struct ab_spec_s *spec, json_t *rec, ab_error_t *err)
 {
-	json_t *l;
+	json_t *ls = json_object_get (rec, "layers"), *keys = ab_store_layer_keys (st, rec, err),
+	       *l;
 	size_t i;
+	int r = 0;
 
+	if (!keys)
+		return -1;
 	ab_cleanup_strvp (&spec->root.layers);
-	json_array_foreach (json_object_get (rec, "layers"), i, l)
+	if (json_array_size (keys) != json_array_size (ls))
+		r = ab_error (err, 0, AB_E_INTERNAL, "image record: %zu diff_ids for %zu layers",
+		              json_array_size (keys), json_array_size (ls));
+	json_array_foreach (ls, i, l)
 	{
 		const char *d = json_string_value (l);
-		if (!ab_image_digest_valid (d))
-			return ab_error (err, 0, AB_E_INTERNAL, "image record: bad layer");
-		/* Unpacked at registration; again only if prune raced us. */
-		if (ab_store_unpack_layer (st, d, err) < 0)
-			return -1;
-		cleanup_free char *p = ab_store_layer_path (st, d);
+		const char *k = json_string_value (json_array_get (keys, i));
+		if (r < 0)
+			break;
+		if (!ab_image_digest_valid (d) || !ab_image_digest_valid (k)) {
+			r = ab_error (err, 0, AB_E_INTERNAL, "image record: bad layer");
+			break;
+		}
+		/* Unpacked at registration; again only if prune raced us, or
+		 * for a record of a store from before layers were keyed by
+		 * diff_id (docs/images.md). */
+		if ((r = ab_store_unpack_layer (st, d, k, NULL, err)) < 0)
+			break;
+		cleanup_free char *p = ab_store_layer_path (st, k);
 		ab_strv_push (&spec->root.layers, p);
 	}
-	if (!spec->root.layers)
-		return ab_error (err, 0, AB_E_INVALID, "image %s has no layers", spec->image);
-	return 0;
+	json_decref (keys);
+	if (r == 0 && !spec->root.layers)
+		r = ab_error (err, 0, AB_E_INVALID, "image %s has no layers", spec->image);
+	return r;
 }
 
 static char *

@@ -2,7 +2,8 @@
  * public API is image/image.h).  Layout, under STATE/images:
  *   blobs/sha256/HEX     every manifest, config and layer blob, verified
  *   tmp/                 partial downloads (HEX.partial), unpack and import work dirs
- *   layers/HEX/          a layer blob unpacked (HEX = the blob's digest)
+ *   layers/HEX/          a layer unpacked (HEX = its diff_id: the uncompressed tar's digest)
+ *   diffs/HEX            blob HEX's verified diff_id ("sha256:…"), written after a check
  *   images/HEX.json      one image (HEX = its manifest's digest): layers, config
  *   names.json           reference -> manifest digest
  *   leases/HOLDER        a sandbox using an image (the digest, who holds it)
@@ -27,6 +28,9 @@ void ab_store_close (struct ab_store_s *st);
 /* STATE/images/<rel> (new string). */
 char *ab_store_path (const struct ab_store_s *st, const char *fmt, ...)
         __attribute__ ((format (printf, 2, 3)));
+
+/* fsync the directory <rel> (after a rename into it). */
+int ab_store_sync_dir (const struct ab_store_s *st, const char *rel, ab_error_t *err);
 
 /* An exclusive flock on locks/<name>; the fd, to close to release. */
 int ab_store_lock (const struct ab_store_s *st, const char *name, ab_error_t *err);
@@ -77,9 +81,20 @@ int ab_store_put_bytes (const struct ab_store_s *st, const void *p, size_t n, ch
 int ab_store_read_blob (const struct ab_store_s *st, const char *digest, size_t max, char **out,
                         size_t *len, ab_error_t *err);
 
-/* layers/HEX, unpacked from blob HEX once (under the layer's lock). */
-int ab_store_unpack_layer (const struct ab_store_s *st, const char *digest, ab_error_t *err);
-char *ab_store_layer_path (const struct ab_store_s *st, const char *digest);
+/* layers/DIFF for layer blob `blob`, unpacked once (under the layer's
+ * lock): the uncompressed stream is hashed while unpacking and must be
+ * diff_id (the image config's rootfs.diff_ids entry), else the layer is
+ * refused and its work directory removed.  diff_id NULL: whatever it is
+ * (a plain root import: the digest is the layer's identity).  A layer
+ * directory already there for diff_id serves every blob that
+ * decompresses to it (checked once per blob, remembered in diffs/).
+ * *diff_out (may be NULL) the layer's diff_id. */
+int ab_store_unpack_layer (const struct ab_store_s *st, const char *blob, const char *diff_id,
+                           char **diff_out, ab_error_t *err);
+char *ab_store_layer_path (const struct ab_store_s *st, const char *diff_id);
+/* An image record's layer keys (diff_ids, lowest first): its "diff_ids",
+ * or for a record written before they were kept, its config's. */
+json_t *ab_store_layer_keys (const struct ab_store_s *st, json_t *rec, ab_error_t *err);
 
 /* Register an image: the manifest (already in blobs), its config and
  * layers (in blobs, unpacked here), and its names.  Last step of a pull or

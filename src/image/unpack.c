@@ -30,6 +30,7 @@
 #include "base/openat2-walk.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
+#include "image/store.h"
 
 #define RESOLVE_SAFE                                                                               \
 	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -478,19 +479,121 @@ limit_from_env (const char *name, uint64_t given, uint64_t def)
 	return def;
 }
 
-static int
-read_entries (struct unpack_s *u, struct archive *a, int fd, ab_error_t *err)
+/* Only in-process decompressors (no external programs). */
+static void
+support_filters (struct archive *a)
 {
-	struct archive_entry *e;
-	int ar;
-
-	/* Only in-process decompressors (no external programs). */
 	archive_read_support_filter_gzip (a);
 	archive_read_support_filter_zstd (a);
 	archive_read_support_filter_xz (a);
 	archive_read_support_filter_none (a);
+}
+
+/* The diff_id: the decompressing reader (format "raw": the bytes after
+ * the filters) feeds the tar reader through read_cb, hashing what
+ * passes, so the digest covers exactly the bytes that were unpacked. */
+struct plain_s {
+	struct archive *raw;
+	struct ab_sha256_s h;
+	char buf[1 << 16];
+	uint64_t total, max; /* bytes of the uncompressed stream, and the bound */
+	bool failed;
+};
+
+/* Bytes the stream may have past the tar's end (tar pads to its 10 KiB
+ * record; some writers add more zeros). */
+#define MAX_TAIL (UINT64_C (1) << 20)
+
+static int
+plain_open (struct plain_s *p, int fd, ab_error_t *err)
+{
+	struct archive_entry *e;
+
+	p->raw = archive_read_new ();
+	support_filters (p->raw);
+	archive_read_support_format_raw (p->raw);
+	if (archive_read_open_fd (p->raw, fd, 1 << 16) != ARCHIVE_OK
+	    || archive_read_next_header (p->raw, &e) != ARCHIVE_OK)
+		return ab_error (err, 0, AB_E_INVALID, "not a layer: %s",
+		                 archive_error_string (p->raw) ? archive_error_string (p->raw)
+		                                               : "empty");
+	ab_sha256_init (&p->h);
+	return 0;
+}
+
+static la_ssize_t
+plain_read (struct archive *a, void *u, const void **out)
+{
+	struct plain_s *p = u;
+	la_ssize_t n = archive_read_data (p->raw, p->buf, sizeof p->buf);
+
+	if (n > 0 && (p->total += (uint64_t)n) > p->max) {
+		archive_set_error (a, EFBIG, "the uncompressed layer is over %llu bytes",
+		                   (unsigned long long)p->max);
+		return -1;
+	}
+	if (n < 0) {
+		p->failed = true;
+		archive_set_error (a, EIO, "decompress: %s",
+		                   archive_error_string (p->raw) ? archive_error_string (p->raw)
+		                                                 : "?");
+		return -1;
+	}
+	ab_sha256_update (&p->h, p->buf, (size_t)n);
+	*out = p->buf;
+	return n;
+}
+
+/* The rest of the stream (the tar reader stops after its end blocks;
+ * the diff_id is of every byte), then the digest. */
+static int
+plain_finish (struct plain_s *p, bool after_tar, char **diff_id, ab_error_t *err)
+{
+	la_ssize_t n;
+
+	if (after_tar && p->total + MAX_TAIL < p->max)
+		p->max = p->total + MAX_TAIL;
+	while ((n = archive_read_data (p->raw, p->buf, sizeof p->buf)) > 0) {
+		if ((p->total += (uint64_t)n) > p->max)
+			return ab_error (err, 0, AB_E_LIMIT,
+			                 "the uncompressed layer is over %llu bytes (or has over "
+			                 "%llu bytes after the tar's end)",
+			                 (unsigned long long)p->max, (unsigned long long)MAX_TAIL);
+		ab_sha256_update (&p->h, p->buf, (size_t)n);
+	}
+	if (n < 0)
+		return ab_error (err, 0, AB_E_INVALID, "decompress: %s",
+		                 archive_error_string (p->raw) ? archive_error_string (p->raw)
+		                                               : "?");
+	*diff_id = ab_sha256_final (&p->h);
+	return 0;
+}
+
+static void
+plain_close (struct plain_s *p)
+{
+	if (p->h.ctx)
+		ab_sha256_drop (&p->h);
+	if (p->raw)
+		archive_read_free (p->raw);
+	p->raw = NULL;
+}
+
+static int
+read_entries (struct unpack_s *u, struct archive *a, int fd, struct plain_s *p, ab_error_t *err)
+{
+	struct archive_entry *e;
+	int ar;
+
 	archive_read_support_format_tar (a);
-	if (archive_read_open_fd (a, fd, 1 << 16) != ARCHIVE_OK)
+	if (p) {
+		archive_read_support_filter_none (a);
+		ar = archive_read_open (a, p, NULL, plain_read, NULL);
+	} else {
+		support_filters (a);
+		ar = archive_read_open_fd (a, fd, 1 << 16);
+	}
+	if (ar != ARCHIVE_OK)
 		return ab_error (err, 0, AB_E_INVALID, "not a tar archive: %s",
 		                 archive_error_string (a) ? archive_error_string (a) : "?");
 	while ((ar = archive_read_next_header (a, &e)) == ARCHIVE_OK || ar == ARCHIVE_WARN) {
@@ -507,20 +610,51 @@ read_entries (struct unpack_s *u, struct archive *a, int fd, ab_error_t *err)
 }
 
 int
+ab_unpack_digest_fd (int fd, char **diff_id, ab_error_t *err)
+{
+	struct plain_s *p = xcalloc (1, sizeof *p);
+	int r = plain_open (p, fd, err);
+
+	/* No tar reader here: the bound is the layer's data limit plus a
+	 * header's 1 KiB for each entry the unpacker would allow. */
+	p->max = limit_from_env ("AGENTBOX_IMAGE_MAX_LAYER", 0, AB_IMAGE_MAX_LAYER_BYTES)
+	         + (uint64_t)AB_IMAGE_MAX_LAYER_ENTRIES * 1024;
+	p->total = 0;
+	if (r == 0)
+		r = plain_finish (p, false, diff_id, err);
+	plain_close (p);
+	free (p);
+	return r;
+}
+
+int
 ab_unpack_fd (int fd, int dirfd, const struct ab_unpack_opts_s *o, ab_error_t *err)
 {
 	struct unpack_s u = { .root = dirfd,
 		              .privileged = geteuid () == 0,
 		              .whiteouts = o->whiteouts };
 	struct archive *a = archive_read_new ();
-	int r;
+	struct plain_s *p = NULL;
+	int r = 0;
 
 	u.max_entry =
 	        limit_from_env ("AGENTBOX_IMAGE_MAX_ENTRY", o->max_entry, AB_IMAGE_MAX_ENTRY_BYTES);
 	u.max_layer =
 	        limit_from_env ("AGENTBOX_IMAGE_MAX_LAYER", o->max_layer, AB_IMAGE_MAX_LAYER_BYTES);
-	r = read_entries (&u, a, fd, err);
+	if (o->diff_id) {
+		p = xcalloc (1, sizeof *p);
+		p->max = u.max_layer + (uint64_t)AB_IMAGE_MAX_LAYER_ENTRIES * 1024;
+		r = plain_open (p, fd, err);
+	}
+	if (r == 0)
+		r = read_entries (&u, a, fd, p, err);
 	archive_read_free (a);
+	if (r == 0 && p)
+		r = plain_finish (p, true, o->diff_id, err);
+	if (p) {
+		plain_close (p);
+		free (p);
+	}
 	for (size_t i = 0; i < u.n_dirs; i++)
 		free (u.dirs[i].path);
 	free (u.dirs);

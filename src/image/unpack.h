@@ -20,10 +20,16 @@ struct ab_unpack_opts_s {
 	bool whiteouts;                /* turn .wh. entries into overlayfs whiteouts (a layer);
 	                                * false: refuse them (an import's outer archive) */
 	uint64_t max_entry, max_layer; /* 0 = the defaults above (or the env) */
+	char **diff_id;                /* when set: *diff_id = "sha256:…" of the uncompressed
+	                                * tar stream (the OCI diff_id), a new string */
 };
 
 /* Unpack the archive read from fd into the directory dirfd (empty). */
 int ab_unpack_fd (int fd, int dirfd, const struct ab_unpack_opts_s *o, ab_error_t *err);
+
+/* The diff_id of the archive read from fd (decompressed and hashed,
+ * nothing unpacked). */
+int ab_unpack_digest_fd (int fd, char **diff_id, ab_error_t *err);
 
 /* The normalised relative form of a tar name: leading '/' and "./" and
  * "." components dropped, ".." refused.  "" for the root itself. */

@@ -155,8 +155,9 @@ outside_untouched() {
 }
 
 start_fake() {
-	local pf="$BATS_TEST_TMPDIR/fake.port"
-	python3 "$TOOL" fake-registry "$D/oci" "$pf" "$@" &
+	local pf="$BATS_TEST_TMPDIR/fake.port" layout="$D/oci"
+	if [ "${1:-}" = --layout ]; then layout=$2; shift 2; fi
+	python3 "$TOOL" fake-registry "$layout" "$pf" "$@" &
 	BG+=($!)
 	for ((i = 0; i < 50; i++)); do [ -s "$pf" ] && break; sleep 0.1; done
 	FAKE="127.0.0.1:$(cat "$pf")"
@@ -306,6 +307,86 @@ layer_of() {
 	store_clean
 }
 
+# Nothing of a refused layer: no layer directory, no diff_id remembered,
+# no record, no name, nothing in tmp/.
+no_layer_left() {
+	[ -z "$(ls -A "$S/images/layers")" ] && [ -z "$(ls -A "$S/images/diffs")" ]
+	[ -z "$(ls -A "$S/images/images")" ]
+	[ ! -e "$S/images/names.json" ] || [ "$(jq length "$S/images/names.json")" = 0 ]
+	store_clean
+}
+
+@test "a layer whose blob digest matches but the config's diff_id does not is refused (import and pull)" {
+	local lie=sha256:0000000000000000000000000000000000000000000000000000000000000001
+	python3 "$TOOL" oci-layout "$D/root" "$BATS_TEST_TMPDIR/lie" --diff-id "$lie" >/dev/null
+	run img import "$BATS_TEST_TMPDIR/lie" localhost/lie
+	echo "$output"
+	[ "$status" -ne 0 ]
+	# The error names both digests: what the layer is, what the config says.
+	real=$(python3 -c 'import hashlib,sys; print("sha256:" + hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' \
+		<(python3 "$TOOL" layer-tar "$D/root" /dev/stdout))
+	[[ "$output" == *"diff_id"* && "$output" == *"$lie"* && "$output" == *"$real"* ]]
+	no_layer_left
+	# The same from a registry.
+	start_fake --layout "$BATS_TEST_TMPDIR/lie"
+	run img pull --quiet --insecure-registry "$FAKE" "$FAKE/test/bb:1"
+	[ "$status" -ne 0 ] && [[ "$output" == *"$lie"* && "$output" == *"$real"* ]]
+	no_layer_left
+	# An honest image of that blob is fine; then a config claiming that
+	# layer's diff_id for another blob does not get the layer directory.
+	img import "$D/oci" localhost/a:1 >/dev/null
+	[ "$(ls "$S/images/layers")" = "${real#sha256:}" ]
+	mkdir -p "$BATS_TEST_TMPDIR/other"
+	echo other >"$BATS_TEST_TMPDIR/other/f"
+	python3 "$TOOL" oci-layout "$BATS_TEST_TMPDIR/other" "$BATS_TEST_TMPDIR/claim" --diff-id "$real" >/dev/null
+	run img import "$BATS_TEST_TMPDIR/claim" localhost/claim
+	[ "$status" -ne 0 ] && [[ "$output" == *"diff_id is $real"* ]]
+	[ "$(ls "$S/images/layers")" = "${real#sha256:}" ] && [ "$(img ls --json | jq length)" = 1 ]
+	store_clean
+}
+
+@test "one layer directory per diff_id: the same layer gzip, uncompressed, docker-save and plain tar.gz" {
+	python3 "$TOOL" oci-layout "$D/root" "$BATS_TEST_TMPDIR/plain" --uncompressed 1 >/dev/null
+	python3 "$TOOL" docker-save "$D/root" "$BATS_TEST_TMPDIR/save.tar"
+	python3 "$TOOL" layer-tar "$D/root" "$BATS_TEST_TMPDIR/layer.tar"
+	gzip -n -c "$BATS_TEST_TMPDIR/layer.tar" >"$BATS_TEST_TMPDIR/layer.tar.gz"
+	img import "$D/oci" localhost/gz >/dev/null
+	img import "$BATS_TEST_TMPDIR/plain" localhost/plain >/dev/null
+	img import "$BATS_TEST_TMPDIR/save.tar" localhost/saved >/dev/null
+	img import "$BATS_TEST_TMPDIR/layer.tar.gz" localhost/targz >/dev/null
+	diff=$(img inspect localhost/gz | jq -r '.diff_ids[0]')
+	for n in gz plain saved targz; do
+		[ "$(img inspect localhost/$n | jq -r '.diff_ids[0]')" = "$diff" ]
+		[ "$(img inspect localhost/$n | jq -r '.layer_dirs[0]')" = "$S/images/layers/${diff#sha256:}" ]
+	done
+	# Three blobs (gzip, plain, gzip -n), one layer directory.
+	[ "$(ls "$S/images/layers")" = "${diff#sha256:}" ]
+	[ "$(img inspect localhost/gz | jq -r '.layers[0]')" != "$(img inspect localhost/plain | jq -r '.layers[0]')" ]
+	[ "$(ls "$S/images/diffs" | wc -l)" = 3 ]
+	cmp "$S/images/layers/${diff#sha256:}/bin/busybox" "$D/root/bin/busybox"
+	# A plain root tar's config names the uncompressed digest, not the blob's.
+	[ "$(img inspect localhost/targz | jq -r '.layers[0]')" != "$diff" ]
+	store_clean
+}
+
+@test "a store from before diff_ids: the layer is unpacked again by diff_id, prune drops the old directory" {
+	img import "$D/oci" localhost/a:1 >/dev/null
+	rec=$(ls "$S/images/images/"*.json)
+	diff=$(jq -r '.diff_ids[0]' "$rec")
+	blob=$(jq -r '.layers[0]' "$rec")
+	# What an older agentbox left: the record without diff_ids, the
+	# layer under the blob's digest, no diffs/.
+	jq 'del(.diff_ids)' "$rec" >"$rec.new" && mv "$rec.new" "$rec"
+	mv "$S/images/layers/${diff#sha256:}" "$S/images/layers/${blob#sha256:}"
+	rm -rf "$S/images/diffs"
+	[ "$(img inspect localhost/a:1 | jq -r '.layer_dirs[0]')" = "$S/images/layers/${diff#sha256:}" ]
+	run timeout 20 "$AGENTBOX" run --no-workspace -w / --image localhost/a:1 --pull never -- /bin/busybox cat /etc/group
+	[ "$status" -eq 0 ] && [[ "$output" == *staff* ]] || { echo "$output"; false; }
+	[ -d "$S/images/layers/${diff#sha256:}" ]
+	img prune >/dev/null
+	[ "$(ls "$S/images/layers")" = "${diff#sha256:}" ]
+}
+
 @test "image rm is refused while a sandbox holds a lease; prune removes what nothing uses" {
 	img import "$D/oci" localhost/a:1 >/dev/null
 	# A live lease, as run and the daemon take one (leases/HOLDER).
@@ -322,6 +403,7 @@ layer_of() {
 	run img prune
 	[ "$status" -eq 0 ]
 	[ -z "$(ls -A "$S/images/blobs/sha256")" ] && [ -z "$(ls -A "$S/images/layers")" ]
+	[ -z "$(ls -A "$S/images/diffs")" ]
 	[ ! -e "$S/images/leases/sb-test" ]
 }
 

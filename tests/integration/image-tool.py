@@ -2,7 +2,10 @@
 """Test images for image-store.bats, built locally (no network):
 
   oci-layout ROOT OUT [--cmd JSON] [--user U] [--workdir D] [--env K=V]...
-                     an OCI image layout of one gzip layer made from ROOT
+                     an OCI image layout of one gzip layer made from ROOT;
+                     --uncompressed 1: the layer as a plain tar;
+                     --diff-id DIGEST: a config that says so, whatever the layer is
+  layer-tar ROOT OUT.tar     the layer's uncompressed tar alone (a plain root)
   docker-save ROOT OUT.tar   a `docker save` archive (manifest.json form)
   evil CASE OUT.tar          a hostile layer (see CASES)
   fake-registry DIR PORTFILE [--corrupt]   a v2 registry serving the OCI
@@ -40,12 +43,14 @@ def put(out, b):
 
 def oci_layout(root, out, args):
     raw = tar_of(root)
-    layer = gzip.compress(raw, compresslevel=1, mtime=0)
-    cfg = config_of(sha(raw), args)
+    plain = args.get("uncompressed")
+    layer = raw if plain else gzip.compress(raw, compresslevel=1, mtime=0)
+    cfg = config_of(args.get("diff-id") or sha(raw), args)
     ld, cd = put(out, layer), put(out, cfg)
     man = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": len(cfg)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ld, "size": len(layer)}]}).encode()
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar" + ("" if plain else "+gzip"),
+                    "digest": ld, "size": len(layer)}]}).encode()
     md = put(out, man)
     # A manifest list too: an arm64 entry that must not be picked.
     idx = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
@@ -170,6 +175,7 @@ def main(a):
         args["env"] = env
         oci_layout(a[1], a[2], args)
     elif a[0] == "docker-save": docker_save(a[1], a[2])
+    elif a[0] == "layer-tar": open(a[2], "wb").write(tar_of(a[1]))
     elif a[0] == "evil": evil(a[1], a[2], a[3] if len(a) > 3 else "/tmp")
     elif a[0] == "fake-registry": fake_registry(a[1], a[2], "--corrupt" in a, "--slow" in a, "--token" in a)
     else: sys.exit(__doc__)
