@@ -108,6 +108,30 @@ exec_wait() {
 	api "/v1/sandboxes/$1/exec" -d "{\"cmd\": $2, \"wait\": true}"
 }
 
+# use_backend BACKEND: what a test of BACKEND needs, or a failure that
+# says what is missing (make check installs them all; docker follows
+# require_dockerd: a skip unless AGENTBOX_REQUIRE_DOCKER=1).
+# microvm: the guest built for this file and TCG's slower calls; docker:
+# this file's private dockerd (dockerd.bash).
+use_backend() {
+	case "$1" in
+	gvisor)
+		command -v runsc >/dev/null 2>&1 \
+			|| { echo "runsc is not installed (scripts/install-deps test)" >&2; return 1; }
+		;;
+	microvm)
+		command -v qemu-system-x86_64 >/dev/null 2>&1 \
+			|| { echo "qemu-system-x86_64 is not installed (scripts/install-deps microvm)" >&2; return 1; }
+		microvm_guest "$BATS_FILE_TMPDIR/guest"
+		export AB_CALL_TIMEOUT=120 # every exec is slow under TCG
+		;;
+	docker)
+		load dockerd.bash
+		require_dockerd
+		;;
+	esac
+}
+
 # microvm_guest DIR: build the microVM guest into DIR (scripts/build-guest,
 # a few seconds; nothing when DIR holds the same build already) and export
 # AGENTBOX_GUEST_DIR, where the daemon's monitors find it: call it before

@@ -107,25 +107,16 @@ agent_is_invisible() {
 }
 
 @test "gvisor: a root command cannot open, trace or kill the agent (commands' own pid namespace)" {
-	if ! command -v runsc >/dev/null 2>&1; then
-		echo "runsc is not installed (scripts/install-deps test)" >&2
-		return 1
-	fi
+	use_backend gvisor
 	agent_is_invisible gvisor
 }
 
 @test "docker: a root command cannot open, trace or kill the agent" {
-	load dockerd.bash
-	require_dockerd
+	use_backend docker
 	agent_is_invisible docker
 }
 
 @test "microvm (tcg): a root command cannot open, trace or kill the agent" {
-	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-		echo "qemu-system-x86_64 is not installed (scripts/install-deps microvm)" >&2
-		return 1
-	fi
-	microvm_guest "$BATS_FILE_TMPDIR/guest"
-	export AB_CALL_TIMEOUT=120 # every exec is slow under TCG
+	use_backend microvm
 	agent_is_invisible microvm --microvm-accel tcg
 }

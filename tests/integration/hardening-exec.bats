@@ -134,25 +134,16 @@ escapes_are_reached() {
 }
 
 @test "gvisor: a timeout and a kill reach a setsid grandchild of the exec; nothing of it is left" {
-	if ! command -v runsc >/dev/null 2>&1; then
-		echo "runsc is not installed (scripts/install-deps test)" >&2
-		return 1
-	fi
+	use_backend gvisor
 	escapes_are_reached gvisor
 }
 
 @test "docker: a timeout and a kill reach a setsid grandchild of the exec; nothing of it is left" {
-	load dockerd.bash
-	require_dockerd
+	use_backend docker
 	escapes_are_reached docker
 }
 
 @test "microvm (tcg): a timeout and a kill reach a setsid grandchild of the exec; nothing of it is left" {
-	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-		echo "qemu-system-x86_64 is not installed (scripts/install-deps microvm)" >&2
-		return 1
-	fi
-	microvm_guest "$BATS_FILE_TMPDIR/guest"
-	export AB_CALL_TIMEOUT=120 # every exec is slow under TCG
+	use_backend microvm
 	escapes_are_reached microvm --microvm-accel tcg
 }
