@@ -505,6 +505,9 @@ ab_agent_spawn_kept (const struct ab_exec_msg_s *req, const int *stdio, struct a
 			close (child->pty_master);
 		return ab_error (err, e, AB_E_SYSTEM, "pipe");
 	}
+	/* Here, not in the keeper: a fork's copy of bounding_empty would be
+	 * lost with it, and every command would drop the 41 again. */
+	empty_bounding_set ();
 	env = ab_agent_env_with_preload (req->env);
 	/* fork, not vfork: the keeper lives on beside us.  Its copy of our
 	 * memory is non-dumpable like ours, and it closes every fd of ours. */

@@ -341,15 +341,16 @@ exec_wait (struct ab_req_s *r, ab_agent_conn_t *c, struct ab_agent_proc_s *p)
 	}
 }
 
-/* The agent connection of this HTTP connection's last exec, kept for
- * its next one: a keep-alive client's exec into the same sandbox then
- * skips the connect, the agent's accept and the HELLO round trip (under
- * gVisor each costs the agent trapped system calls).  One per thread,
- * and the daemon's server runs one thread per HTTP connection, so it is
- * never shared and goes when the HTTP connection goes.  Only an idle
- * connection is kept (the exec ended: nothing followed, nothing queued)
- * and it is checked again before reuse: a sandbox that ended shows as
- * EOF, and the connection is then replaced by a fresh one. */
+/* The agent connection of this HTTP connection's last exec (REST exec,
+ * or E2B process.Process/Start), kept for its next one: a keep-alive
+ * client's exec into the same sandbox then skips the connect, the
+ * agent's accept and the HELLO round trip (under gVisor each costs the
+ * agent trapped system calls).  One per thread, and the daemon's server
+ * runs one thread per HTTP connection, so it is never shared and goes
+ * when the HTTP connection goes.  Only an idle connection is kept (the
+ * exec ended: nothing followed, nothing queued) and it is checked again
+ * before reuse: a sandbox that ended shows as EOF, and the connection is
+ * then replaced by a fresh one. */
 struct kept_conn_s {
 	char id[AB_BOX_ID_LEN + 1];
 	ab_agent_conn_t *c;
@@ -373,8 +374,8 @@ kept_init (void)
 	pthread_key_create (&kept_key, kept_free);
 }
 
-static ab_agent_conn_t *
-exec_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
+ab_agent_conn_t *
+ab_exec_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 {
 	struct kept_conn_s *k;
 	ab_agent_conn_t *c;
@@ -397,8 +398,8 @@ exec_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err)
 	return c;
 }
 
-static void
-exec_release (const struct ab_box_s *b, ab_agent_conn_t *c)
+void
+ab_exec_release (const struct ab_box_s *b, ab_agent_conn_t *c)
 {
 	struct kept_conn_s *k;
 
@@ -441,7 +442,7 @@ ab_api_exec (struct ab_req_s *r)
 			goto fail;
 		slot = true;
 	}
-	if (!(c = exec_connect (r->d, b, &err)) || ab_agent_proc_start (c, &x.ps, &p, &err) < 0)
+	if (!(c = ab_exec_connect (r->d, b, &err)) || ab_agent_proc_start (c, &x.ps, &p, &err) < 0)
 		goto fail;
 	ab_metrics_observe (AB_M_EXEC_START, ab_mono_us () - t0);
 	ab_metrics_inc ("execs");
@@ -458,7 +459,7 @@ ab_api_exec (struct ab_req_s *r)
 fail:
 	ab_resp_error (r, &err);
 done:
-	exec_release (b, c);
+	ab_exec_release (b, c);
 	if (slot)
 		ab_box_exec_end (r->d, b);
 	ab_exec_req_free (&x);

@@ -247,6 +247,11 @@ int ab_resp_fail (struct ab_req_s *r, int status, const char *code, const char *
 int ab_resp_empty (struct ab_req_s *r, int status);
 int ab_resp_stream_begin (struct ab_req_s *r, int status, const char *content_type);
 int ab_resp_stream (struct ab_req_s *r, const void *buf, size_t len);
+/* The head with a first chunk, and a last chunk with the stream's end:
+ * each one write. */
+int ab_resp_stream_begin_with (struct ab_req_s *r, int status, const char *content_type,
+                               const void *buf, size_t len);
+int ab_resp_stream_last (struct ab_req_s *r, const void *buf, size_t len);
 int ab_resp_stream_json (struct ab_req_s *r, json_t *line); /* one NDJSON line; steals */
 int ab_resp_stream_end (struct ab_req_s *r);
 int ab_status_of (const ab_error_t *err);
@@ -311,6 +316,11 @@ struct ab_exec_req_s {
 int ab_exec_req_parse (struct ab_box_s *b, const json_t *j, struct ab_exec_req_s *x,
                        ab_error_t *err);
 void ab_exec_req_free (struct ab_exec_req_s *x);
+/* An agent connection for an exec: this thread's (this HTTP connection's)
+ * kept one when it is idle and into the same sandbox, else a new one;
+ * release keeps it for the next exec when idle, else closes it. */
+ab_agent_conn_t *ab_exec_connect (struct ab_daemon_s *d, struct ab_box_s *b, ab_error_t *err);
+void ab_exec_release (const struct ab_box_s *b, ab_agent_conn_t *c);
 int ab_exit_code (const struct ab_agent_exit_s *e);
 json_t *ab_exit_json (const struct ab_agent_exit_s *e);
 int ab_signal_parse (const json_t *v, int *sig, ab_error_t *err);

@@ -4,7 +4,10 @@
  * (application/connect+json) sends one envelope (flags byte, 4-byte
  * big-endian length, JSON) and is answered by a chunked stream of
  * envelopes ending with an end-stream envelope (flags 0x02).  Each
- * envelope is written as one chunk as it is produced. */
+ * envelope is written as one chunk as it is produced, but the head goes
+ * out with the first envelope, and the last message with the end-stream
+ * envelope and the last chunk: one write each, so a short call wakes the
+ * client twice, not five times. */
 #include "daemon/e2b-internal.h"
 #include "daemon/e2b-wire.h"
 
@@ -185,41 +188,72 @@ ab_e2b_stream_begin (struct ab_e2b_call_s *call)
 	return ab_resp_stream_begin (call->r, 200, "application/connect+json");
 }
 
-static int
-envelope (struct ab_e2b_call_s *call, uint8_t flags, json_t *msg)
+/* msg (stolen) as an envelope appended to *buf. */
+static void
+envelope_append (uint8_t **buf, size_t *len, uint8_t flags, json_t *msg)
 {
 	char *text = json_dumps (msg, JSON_COMPACT);
 	size_t n = strlen (text);
-	uint8_t *buf = xmalloc (n + ENVELOPE_HEAD);
-	int rc;
+	uint8_t *e;
 
 	json_decref (msg);
-	buf[0] = flags;
-	buf[1] = (uint8_t)(n >> 24);
-	buf[2] = (uint8_t)(n >> 16);
-	buf[3] = (uint8_t)(n >> 8);
-	buf[4] = (uint8_t)n;
-	memcpy (buf + ENVELOPE_HEAD, text, n);
-	rc = ab_resp_stream (call->r, buf, n + ENVELOPE_HEAD);
-	free (buf);
+	*buf = xrealloc (*buf, *len + n + ENVELOPE_HEAD);
+	e = *buf + *len;
+	e[0] = flags;
+	e[1] = (uint8_t)(n >> 24);
+	e[2] = (uint8_t)(n >> 16);
+	e[3] = (uint8_t)(n >> 8);
+	e[4] = (uint8_t)n;
+	memcpy (e + ENVELOPE_HEAD, text, n);
+	*len += n + ENVELOPE_HEAD;
 	free (text);
-	return rc;
+}
+
+static json_t *
+end_stream_json (const char *code, const char *msg)
+{
+	return code ? json_pack ("{s:o}", "error", error_json (code, msg)) : json_object ();
+}
+
+int
+ab_e2b_stream_begin_msg (struct ab_e2b_call_s *call, json_t *msg)
+{
+	cleanup_free uint8_t *buf = NULL;
+	size_t len = 0;
+
+	envelope_append (&buf, &len, 0, msg);
+	return ab_resp_stream_begin_with (call->r, 200, "application/connect+json", buf, len);
 }
 
 int
 ab_e2b_stream_msg (struct ab_e2b_call_s *call, json_t *msg)
 {
-	return envelope (call, 0, msg);
+	cleanup_free uint8_t *buf = NULL;
+	size_t len = 0;
+
+	envelope_append (&buf, &len, 0, msg);
+	return ab_resp_stream (call->r, buf, len);
+}
+
+int
+ab_e2b_stream_last (struct ab_e2b_call_s *call, json_t *msg)
+{
+	cleanup_free uint8_t *buf = NULL;
+	size_t len = 0;
+
+	envelope_append (&buf, &len, 0, msg);
+	envelope_append (&buf, &len, FLAG_END_STREAM, json_object ());
+	return ab_resp_stream_last (call->r, buf, len);
 }
 
 int
 ab_e2b_stream_end (struct ab_e2b_call_s *call, const char *code, const char *msg)
 {
-	json_t *end = code ? json_pack ("{s:o}", "error", error_json (code, msg)) : json_object ();
+	cleanup_free uint8_t *buf = NULL;
+	size_t len = 0;
 
-	if (envelope (call, FLAG_END_STREAM, end) < 0)
-		return -1;
-	return ab_resp_stream_end (call->r);
+	envelope_append (&buf, &len, FLAG_END_STREAM, end_stream_json (code, msg));
+	return ab_resp_stream_last (call->r, buf, len);
 }
 
 static uint64_t

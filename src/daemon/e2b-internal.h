@@ -79,6 +79,10 @@ int ab_e2b_fail (struct ab_e2b_call_s *call, const char *code, const char *fmt, 
         __attribute__ ((format (printf, 3, 4)));
 int ab_e2b_fail_err (struct ab_e2b_call_s *call, const ab_error_t *err);
 int ab_e2b_stream_begin (struct ab_e2b_call_s *call);
+/* The head with the first message; a last message with the end-stream
+ * envelope (no error): each one write.  Both steal msg. */
+int ab_e2b_stream_begin_msg (struct ab_e2b_call_s *call, json_t *msg);
+int ab_e2b_stream_last (struct ab_e2b_call_s *call, json_t *msg);
 int ab_e2b_stream_msg (struct ab_e2b_call_s *call, json_t *msg); /* steals msg */
 /* The end-stream envelope: {} or {"error":{code, message}} (code NULL = ok). */
 int ab_e2b_stream_end (struct ab_e2b_call_s *call, const char *code, const char *msg);

@@ -259,8 +259,7 @@ follow (struct ab_e2b_call_s *call, ab_agent_conn_t *c, struct ab_agent_proc_s *
 		}
 		quiet_ms = 0;
 		if (ev.kind == AB_AGENT_EV_EXIT) {
-			if (ab_e2b_stream_msg (call, end_event (&ev.exit)) == 0)
-				ab_e2b_stream_end (call, NULL, NULL);
+			ab_e2b_stream_last (call, end_event (&ev.exit));
 			return;
 		}
 		if (ab_e2b_stream_msg (call, data_event (tty                             ? "pty"
@@ -275,10 +274,8 @@ follow (struct ab_e2b_call_s *call, ab_agent_conn_t *c, struct ab_agent_proc_s *
 static int
 begin_with_start (struct ab_e2b_call_s *call, uint32_t pid)
 {
-	if (ab_e2b_stream_begin (call) < 0)
-		return -1;
-	return ab_e2b_stream_msg (call,
-	                          json_pack ("{s:{s:{s:i}}}", "event", "start", "pid", (int)pid));
+	return ab_e2b_stream_begin_msg (
+	        call, json_pack ("{s:{s:{s:i}}}", "event", "start", "pid", (int)pid));
 }
 
 static void
@@ -297,7 +294,7 @@ do_start (struct ab_e2b_call_s *call)
 		pty = NULL;
 	if (!json_is_object (pr) || parse_start (call, pr, pty, &s, &err) < 0
 	    || ab_box_exec_begin (call->r->d, call->b, &err) < 0
-	    || (slot = true, !(c = ab_box_connect (call->r->d, call->b, &err)))
+	    || (slot = true, !(c = ab_exec_connect (call->r->d, call->b, &err)))
 	    || ab_agent_proc_start (c, &s.ps, &p, &err) < 0) {
 		if (!err.kind)
 			ab_error (&err, 0, AB_E_INVALID, "'process' is required");
@@ -313,7 +310,7 @@ do_start (struct ab_e2b_call_s *call)
 		if (begin_with_start (call, p.pid) == 0)
 			follow (call, c, &p, s.ps.tty);
 	}
-	ab_agent_close (c);
+	ab_exec_release (call->b, c);
 	if (slot)
 		ab_box_exec_end (call->r->d, call->b);
 	start_free (&s);
@@ -516,8 +513,7 @@ do_stream_input (struct ab_e2b_call_s *call)
 			ab_e2b_fail_err (call, &err);
 		else if (!pid)
 			ab_e2b_fail (call, "invalid_argument", "StreamInput without a start");
-		else if (ab_e2b_stream_begin (call) == 0
-		         && ab_e2b_stream_msg (call, json_object ()) == 0)
+		else if (ab_e2b_stream_begin_msg (call, json_object ()) == 0)
 			ab_e2b_stream_end (call, NULL, NULL);
 	}
 	ab_agent_close (c);

@@ -108,8 +108,7 @@ ab_e2b_watch_dir (struct ab_e2b_call_s *call)
 		return;
 	}
 	names.c = c;
-	if (ab_e2b_stream_begin (call) < 0
-	    || ab_e2b_stream_msg (call, json_pack ("{s:{}}", "start")) < 0)
+	if (ab_e2b_stream_begin_msg (call, json_pack ("{s:{}}", "start")) < 0)
 		goto out;
 	for (;;) {
 		struct ab_agent_watch_event_s ev;

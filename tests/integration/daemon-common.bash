@@ -44,8 +44,17 @@ daemon_start() {
 }
 
 daemon_kill9() {
+	local i
 	kill -KILL "$DAEMON_PID" 2>/dev/null || true
 	wait "$DAEMON_PID" 2>/dev/null || true
+	# A daemon that setup_file started is not this shell's child: wait
+	# cannot wait for it.  Wait (at most 10 s) for what a restart needs,
+	# its state lock released (the kernel releases it as the process exits).
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$STATE/daemon.lock" ] || break
+		flock -n "$STATE/daemon.lock" true 2>/dev/null && break
+		sleep 0.1
+	done
 	DAEMON_PID=""
 }
 
