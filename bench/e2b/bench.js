@@ -1,26 +1,12 @@
 // bench/e2b/run's measurements (see there).
 'use strict';
-const http = require('http');
 const path = require('path');
+const { rest: restOn, ms, pct } = require('./common');
+const rest = (...a) => restOn(process.env.AB_SOCK, ...a);
 const { Sandbox } = require(path.join(process.env.AGENTBOX_NPM_DIR, 'e2b', 'node_modules', 'e2b-2-51'));
 
 const N = +(process.env.BENCH_N || 20), RTT = +(process.env.BENCH_RTT || 100), PAR = +(process.env.BENCH_PAR || 20);
 
-function rest(method, p, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: process.env.AB_SOCK, method, path: p, headers: { 'Content-Type': 'application/json' } }, (res) => {
-      const c = [];
-      res.on('data', (d) => c.push(d));
-      res.on('end', () => (res.statusCode >= 300 ? reject(new Error(`${p}: ${res.statusCode}`)) : resolve(c.length ? JSON.parse(Buffer.concat(c)) : null)));
-    });
-    req.on('error', reject);
-    if (body) req.write(JSON.stringify(body));
-    req.end();
-  });
-}
-
-const ms = () => Number(process.hrtime.bigint()) / 1e6;
-function pct(v, p) { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; }
 function show(name, v) { console.log(`${name.padEnd(44)} p50 ${pct(v, 0.5).toFixed(2)} ms  p90 ${pct(v, 0.9).toFixed(2)} ms  (n=${v.length})`); return pct(v, 0.5); }
 
 (async () => {

@@ -3,26 +3,12 @@
 const http = require('http');
 const fs = require('fs');
 const path = require('path');
+const { rest, ms, pct } = require('./common');
 const { Sandbox } = require(path.join(process.env.AGENTBOX_NPM_DIR, 'e2b', 'node_modules', 'e2b-2-51'));
 
 const N = +(process.env.BENCH_N || 200);
 const dirs = process.env.DIRS.split(','), ports = process.env.PORTS.split(',');
 const standIn = +process.env.STAND_IN_PORT;
-const ms = () => Number(process.hrtime.bigint()) / 1e6;
-function pct(v, p) { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; }
-
-function rest(sock, method, p, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: sock, method, path: p, headers: { 'Content-Type': 'application/json' } }, (res) => {
-      const c = [];
-      res.on('data', (d) => c.push(d));
-      res.on('end', () => (res.statusCode >= 300 ? reject(new Error(`${p}: ${res.statusCode}`)) : resolve(c.length ? JSON.parse(Buffer.concat(c)) : null)));
-    });
-    req.on('error', reject);
-    if (body) req.write(JSON.stringify(body));
-    req.end();
-  });
-}
 
 // A control-plane call on the E2B port from node's own http client.
 function e2bApi(agent, port, key, method, p, body) {
