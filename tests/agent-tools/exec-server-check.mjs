@@ -50,7 +50,8 @@ async function core(t, base) {
 	const seqs = outs.map((n) => n.params.seq).concat([ex.params.seq, cl.params.seq]);
 	ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), 'one seq counter: output < exited < closed', seqs);
 	ok(outs.some((n) => n.params.stream === 'stderr') && outs.some((n) => n.params.stream === 'stdout'), 'stdout and stderr streams', outs);
-	console.log('ECHO_OUTPUT ' + JSON.stringify(c.output('echo')));
+	console.log('ECHO_STDOUT ' + JSON.stringify(c.output('echo', 'stdout')));
+	console.log('ECHO_STDERR ' + JSON.stringify(c.output('echo', 'stderr')));
 	r = await c.call('process/read', { processId: 'echo', afterSeq: 0, maxBytes: 65536, waitMs: 0 });
 	ok(r.result && r.result.exited && r.result.closed && r.result.exitCode === 3 && r.result.chunks.length === outs.length, 'process/read after the end', r);
 

@@ -111,9 +111,12 @@ export class Client {
 		return r;
 	}
 
-	// process/output of one process, decoded and joined.
-	output(pid) {
-		return this.notes.filter((n) => n.method === 'process/output' && n.params.processId === pid)
+	// process/output of one process, decoded and joined (of one stream
+	// when given: stdout and stderr are two pipes, so their order between
+	// each other is the reader's, not the writer's).
+	output(pid, stream) {
+		return this.notes.filter((n) => n.method === 'process/output' && n.params.processId === pid
+			&& (!stream || n.params.stream === stream))
 			.map((n) => Buffer.from(n.params.chunk, 'base64').toString()).join('');
 	}
 

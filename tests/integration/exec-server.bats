@@ -59,7 +59,8 @@ core_passed() {
 
 # The core scenario's effects: the sandbox's hostname, its /workspace.
 assert_core_effects() {
-	[[ "$output" == *'ECHO_OUTPUT "out\nerr\nxs-'"$MARK"'\n/workspace\n"'* ]]
+	[[ "$output" == *'ECHO_STDOUT "out\nxs-'"$MARK"'\n/workspace\n"'* ]]
+	[[ "$output" == *'ECHO_STDERR "err\n"'* ]]
 	[[ "$output" == *"MADE_BY_PROCESS \"xs-$MARK\\n\""* ]]
 	[ "$(cat "$WS/made-by-process.txt")" = "xs-$MARK" ]
 	[ "$(cat "$WS/xs-file.txt")" = "written through fs" ]
