@@ -99,7 +99,10 @@ teardown_file() {
 	pw="$(api "/v1/sandboxes/$ID/desktop" | jq -er .password)"
 	url="http://127.0.0.1:$WPORT/vnc.html?host=127.0.0.1&port=$TPORT&autoconnect=true&resize=off"
 	url="$url&password=$pw&path=v1/sandboxes/$ID/vnc%3Ftoken%3D$TOKEN"
-	run timeout 60 node "$HERE/novnc.js" "$url" "$F/novnc.png"
+	# The host's Chromium (its PulseAudio client) makes /tmp/pulse-* unless
+	# its runtime directory is one of this test's own.
+	mkdir -p -m 0700 "$F/xdg"
+	XDG_RUNTIME_DIR="$F/xdg" run timeout 60 node "$HERE/novnc.js" "$url" "$F/novnc.png"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "${lines[-1]}" = "255 0 0" ]
