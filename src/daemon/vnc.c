@@ -21,6 +21,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +237,7 @@ struct vnc_s {
 	pthread_mutex_t wlock;
 	uint64_t last_pong_ms;
 	volatile int done;
+	atomic_bool reader_ended; /* client_to_vnc returned: the client's side needs no shutdown */
 	pthread_mutex_t plock;
 };
 
@@ -292,6 +295,7 @@ client_to_vnc (void *arg)
 		}
 		free (m.data);
 	}
+	atomic_store (&v->reader_ended, true);
 	v->done = 1;
 	shutdown (v->vnc, SHUT_RDWR);
 	return NULL;
@@ -348,7 +352,12 @@ vnc_to_client (struct vnc_s *v)
 			break;
 	}
 	v->done = 1;
-	shutdown (v->r->fd, SHUT_RDWR); /* ends the reader's ab_ws_recv */
+	/* Ends the reader's ab_ws_recv when it still waits.  Not after it
+	 * ended itself (a 1009, a close): the client may still be sending, and
+	 * the server's linger must read that rest, or closing with it unread
+	 * resets the connection before the client reads our close frame. */
+	if (!atomic_load (&v->reader_ended))
+		shutdown (v->r->fd, SHUT_RDWR);
 }
 
 static void

@@ -81,15 +81,15 @@ ab_teardown() {
 	true
 }
 
-# pids_bound N: the most processes a sandbox of --pids N may reach, plus
-# one.  N everywhere but gVisor: runsc 2022-12's pids controller lets a
+# pids_bound N [BACKEND]: the most processes a sandbox of --pids N may
+# reach, plus one (BACKEND: AB_BACKEND's, native by default).  N everywhere but gVisor: runsc 2022-12's pids controller lets a
 # fork loop past pids.max on a busy host (61-62 of 64 when idle; 67, 76
 # and 87 seen under load), and what bounds the overshoot there is the
 # host cgroup's pids backstop around the sentry (about 10 host tasks per
 # sandbox process, AB_OCI_HOST_TASKS_* in backend/oci-bundle.h): about
 # 110 processes for --pids 64, so 2N.  docs/security.md lists it.
 pids_bound() {
-	if [ "${AB_BACKEND:-native}" = gvisor ]; then
+	if [ "${2:-${AB_BACKEND:-native}}" = gvisor ]; then
 		echo $(($1 * 2))
 	else
 		echo "$1"
