@@ -155,36 +155,21 @@ ab_resp_stream_begin (struct ab_req_s *r, int status, const char *ctype)
 	                  "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
 }
 
-/* "SIZE\r\nDATA\r\n", and the last chunk after it when last is set. */
-static char *
-chunk_framed (const void *buf, size_t len, bool last, size_t *out_len)
-{
-	char size[24];
-	int n = snprintf (size, sizeof size, "%zx\r\n", len);
-	char *f = xmalloc ((size_t)n + len + 7);
-
-	memcpy (f, size, (size_t)n);
-	memcpy (f + n, buf, len);
-	memcpy (f + (size_t)n + len, last ? "\r\n0\r\n\r\n" : "\r\n", last ? 7 : 2);
-	*out_len = (size_t)n + len + (last ? 7 : 2);
-	return f;
-}
-
 /* ab_resp_stream_begin and the first chunk in one write: the client wakes
  * once for both. */
 int
 ab_resp_stream_begin_with (struct ab_req_s *r, int status, const char *ctype, const void *buf,
                            size_t len)
 {
-	size_t flen;
-	cleanup_free char *f = chunk_framed (buf, len, false, &flen);
+	size_t flen = 0;
+	cleanup_free char *f = len ? ab_http_chunk_frame (buf, len, &flen) : NULL;
 
 	if (!r->io->body_done)
 		r->close = true;
 	r->streaming = true;
 	if (send_head_body (r, status, ctype, -1,
 	                    "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n", f,
-	                    len ? flen : 0)
+	                    flen)
 	    < 0) {
 		r->close = true;
 		return -1;
@@ -196,12 +181,7 @@ ab_resp_stream_begin_with (struct ab_req_s *r, int status, const char *ctype, co
 int
 ab_resp_stream_last (struct ab_req_s *r, const void *buf, size_t len)
 {
-	size_t flen;
-	cleanup_free char *f = len ? chunk_framed (buf, len, true, &flen) : NULL;
-
-	if (!len)
-		return ab_resp_stream_end (r);
-	if (ab_http_write (r->fd, f, flen) < 0) {
+	if (ab_http_write_chunk_last (r->fd, buf, len) < 0) {
 		r->close = true;
 		return -1;
 	}

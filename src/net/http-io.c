@@ -314,21 +314,52 @@ ab_http_write (int fd, const void *buf, size_t len)
 	return len ? writev_all (fd, &iov, 1) : 0;
 }
 
-int
-ab_http_write_chunk (int fd, const void *buf, size_t len)
+/* "SIZE\r\n" of a chunk of len bytes into size[24]; its length. */
+static size_t
+chunk_size_line (char *size, size_t len)
+{
+	return (size_t)snprintf (size, 24, "%zx\r\n", len);
+}
+
+static int
+write_chunk (int fd, const void *buf, size_t len, bool last)
 {
 	char size[24];
 	struct iovec iov[3];
 
-	if (len == 0)
-		return 0;
 	iov[0].iov_base = size;
-	iov[0].iov_len = (size_t)snprintf (size, sizeof size, "%zx\r\n", len);
+	iov[0].iov_len = chunk_size_line (size, len);
 	iov[1].iov_base = (void *)buf;
 	iov[1].iov_len = len;
-	iov[2].iov_base = (void *)"\r\n";
-	iov[2].iov_len = 2;
+	iov[2].iov_base = (void *)(last ? "\r\n0\r\n\r\n" : "\r\n");
+	iov[2].iov_len = last ? 7 : 2;
 	return writev_all (fd, iov, 3);
+}
+
+int
+ab_http_write_chunk (int fd, const void *buf, size_t len)
+{
+	return len == 0 ? 0 : write_chunk (fd, buf, len, false);
+}
+
+int
+ab_http_write_chunk_last (int fd, const void *buf, size_t len)
+{
+	return len == 0 ? ab_http_write_last_chunk (fd) : write_chunk (fd, buf, len, true);
+}
+
+char *
+ab_http_chunk_frame (const void *buf, size_t len, size_t *out_len)
+{
+	char size[24];
+	size_t n = chunk_size_line (size, len);
+	char *f = xmalloc (n + len + 2);
+
+	memcpy (f, size, n);
+	memcpy (f + n, buf, len);
+	memcpy (f + n + len, "\r\n", 2);
+	*out_len = n + len + 2;
+	return f;
 }
 
 int

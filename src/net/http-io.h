@@ -74,5 +74,10 @@ const char *ab_http_io_field (const struct ab_http_io_s *io, const char *lower_n
 int ab_http_write (int fd, const void *buf, size_t len);
 int ab_http_write_chunk (int fd, const void *buf, size_t len); /* len 0 writes nothing */
 int ab_http_write_last_chunk (int fd);
+/* A data chunk and the last chunk in one write (len 0: the last only). */
+int ab_http_write_chunk_last (int fd, const void *buf, size_t len);
+/* "SIZE\r\nDATA\r\n" in a new buffer (its length in *out_len), to send
+ * with other bytes in one write. */
+char *ab_http_chunk_frame (const void *buf, size_t len, size_t *out_len);
 
 #endif
